@@ -1,0 +1,46 @@
+# Top-level entry points. Every target works from a fresh clone: the ones that
+# need the venv run scripts/setup.sh first (a few seconds when nothing changed).
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+ARGS ?=
+
+.PHONY: help setup deps build demo test lint fix lock clean distclean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(ROOT)/Makefile | awk -F':.*## ' '{ printf "  make %-10s %s\n", $$1, $$2 }'
+	@echo "  (make demo ARGS='...' passes arguments to monologue-demo)"
+
+setup: ## venv + pinned requirements + colcon build (idempotent)
+	bash $(ROOT)/scripts/setup.sh
+
+deps: ## venv + pinned requirements only
+	bash $(ROOT)/scripts/setup.sh --deps-only
+
+build: ## colcon build (incremental; sets up the venv first if needed)
+	bash $(ROOT)/scripts/setup.sh --force-build
+
+demo: setup ## run monologue-demo (ARGS=... passed through)
+	cd $(ROOT) && . scripts/env.sh && monologue-demo $(ARGS)
+
+test: setup ## lint, type-check and run all tests
+	bash $(ROOT)/scripts/run_tests.sh $(ARGS)
+
+lint: deps ## ruff + mypy only
+	bash $(ROOT)/scripts/run_tests.sh --lint-only
+
+fix: deps ## apply ruff's automatic fixes to src/ and test/
+	cd $(ROOT) && . scripts/env.sh && ruff check --fix $$(ls -d src test 2>/dev/null)
+
+lock: ## re-pin every transitive dependency into requirements/lock.txt
+	bash $(ROOT)/scripts/setup.sh --deps-only --write-lock
+
+clean: ## remove colcon's build/ install/ log/ (keeps .venv)
+	rm -rf $(ROOT)/build $(ROOT)/install $(ROOT)/log
+
+distclean: clean ## clean + remove .venv and tool caches
+	rm -rf $(ROOT)/.venv $(ROOT)/.pytest_cache $(ROOT)/.mypy_cache $(ROOT)/.ruff_cache $(ROOT)/.hypothesis
+	find $(ROOT)/src $(ROOT)/test -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true

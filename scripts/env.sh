@@ -1,0 +1,99 @@
+# shellcheck shell=bash
+# scripts/env.sh - SOURCE this file (bash) to use the workspace:
+#     . scripts/env.sh            (from any directory; works under `set -u`)
+#
+# It activates .venv, puts the venv prefix (the ROS 2 PyPI wheels) on
+# AMENT_PREFIX_PATH and CMAKE_PREFIX_PATH, sources colcon's install/setup.bash
+# when the workspace has been built, and sets a few ROS defaults:
+#   ROS_DOMAIN_ID                   default 42, only when unset
+#   ROS_AUTOMATIC_DISCOVERY_RANGE   default LOCALHOST, only when unset (DDS
+#                                   discovery stays on this machine's loopback)
+#   RCUTILS_COLORIZED_OUTPUT=0      when stdout is not a terminal
+# and puts install/monologue_bringup/lib/monologue_bringup (monologue-demo, ...)
+# on PATH.
+# On a venv made by `MONOLOGUE_USE_SYSTEM_ROS=1 scripts/setup.sh` it sources
+# /opt/ros/jazzy/setup.bash (or MONOLOGUE_ROS_SETUP) first instead of using the
+# wheels' prefix.
+
+if [ -z "${BASH_VERSION:-}" ]; then
+  echo "scripts/env.sh: needs bash" >&2
+  return 1 2>/dev/null || exit 1
+fi
+if [ "${BASH_SOURCE[0]}" = "${0}" ]; then
+  echo "scripts/env.sh must be sourced: . scripts/env.sh" >&2
+  exit 1
+fi
+
+_monologue_env() {
+  local root venv mode restore_u=0
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  venv="$root/.venv"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "scripts/env.sh: $venv does not exist; run 'bash scripts/setup.sh' (or 'make setup') first" >&2
+    return 1
+  fi
+  mode="wheels"
+  [ -f "$venv/.monologue-mode" ] && mode="$(cat "$venv/.monologue-mode")"
+
+  # ROS's, colcon's and venv's setup scripts are not all `set -u` clean.
+  case "$-" in *u*) restore_u=1; set +u ;; esac
+
+  if [ "$mode" = "system" ]; then
+    local ros_setup=/opt/ros/jazzy/setup.bash
+    [ -f "$venv/.monologue-ros-setup" ] && ros_setup="$(cat "$venv/.monologue-ros-setup")"
+    # shellcheck disable=SC1090
+    . "$ros_setup"
+  fi
+
+  # shellcheck disable=SC1091
+  . "$venv/bin/activate"
+
+  if [ "$mode" != "system" ]; then
+    case ":${AMENT_PREFIX_PATH:-}:" in
+      *":$venv:"*) ;;
+      *) export AMENT_PREFIX_PATH="$venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}" ;;
+    esac
+    case ":${CMAKE_PREFIX_PATH:-}:" in
+      *":$venv:"*) ;;
+      *) export CMAKE_PREFIX_PATH="$venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}" ;;
+    esac
+  fi
+
+  if [ -f "$root/install/setup.bash" ]; then
+    # colcon's setup.bash resolves its own location via BASH_SOURCE.
+    # shellcheck disable=SC1091
+    . "$root/install/setup.bash"
+  else
+    echo "scripts/env.sh: note: $root/install/setup.bash not found (workspace not built yet: 'make build')" >&2
+  fi
+
+  # User-facing console scripts of monologue_bringup (monologue-demo,
+  # monologue-up) live in install/monologue_bringup/lib/monologue_bringup (the
+  # ament_python layout `ros2 run` uses); put them on PATH too.
+  local bringup_bin="$root/install/monologue_bringup/lib/monologue_bringup"
+  if [ -d "$bringup_bin" ]; then
+    case ":$PATH:" in *":$bringup_bin:"*) ;; *) export PATH="$bringup_bin:$PATH" ;; esac
+  fi
+
+  [ "$restore_u" = 1 ] && set -u
+
+  if [ ! -t 1 ]; then
+    export RCUTILS_COLORIZED_OUTPUT=0
+  fi
+  export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-42}"
+  if [ -z "${ROS_AUTOMATIC_DISCOVERY_RANGE:-}" ] && [ -z "${ROS_LOCALHOST_ONLY:-}" ]; then
+    export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+  fi
+  export MONOLOGUE_ROOT="$root"
+  return 0
+}
+
+_monologue_env
+_monologue_env_rc=$?
+unset -f _monologue_env
+# Leave `$?` as the result for callers doing `. scripts/env.sh || exit 1`.
+if [ "$_monologue_env_rc" -ne 0 ]; then
+  unset _monologue_env_rc
+  return 1
+fi
+unset _monologue_env_rc

@@ -1,0 +1,1 @@
+"""monologue_bringup."""

@@ -1,0 +1,145 @@
+"""`monologue-demo`: bring up the simulated graph with the embedded LLM, run one instruction on a
+random scene, print the monologue live, and exit 0 if the world ends up as asked.
+
+    monologue-demo [seed:=N] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .graph import parse_launch_args
+from .up import Supervisor
+
+DEFAULT_INSTRUCTION = "Put the blocks in their matching bowls."
+
+
+def run_episode(
+    instruction: str,
+    timeout_s: float,
+    print_event: Any = print,
+    ready_timeout_s: float = 180.0,
+) -> tuple[Any, list[Any]]:
+    """Send one ExecuteInstruction goal to a running graph; return (result, final ground truth)."""
+    import rclpy
+    from rclpy.action import ActionClient
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from monologue_interfaces.action import ExecuteInstruction
+    from monologue_interfaces.msg import SceneDescription
+
+    own_context = not rclpy.ok()
+    if own_context:
+        rclpy.init()
+    node = rclpy.create_node(f"monologue_demo_{os.getpid()}")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    truth: list[Any] = []
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(SceneDescription, "sim/ground_truth", lambda m: truth.append(m), latched)
+    client = ActionClient(node, ExecuteInstruction, "execute_instruction")
+    try:
+        if not client.wait_for_server(timeout_sec=ready_timeout_s):
+            raise TimeoutError(f"planner's execute_instruction not available after {ready_timeout_s:.0f} s")
+        goal = ExecuteInstruction.Goal(instruction=instruction)
+        send = client.send_goal_async(goal, feedback_callback=lambda fb: print_event(fb.feedback.event))
+        executor.spin_until_future_complete(send, timeout_sec=30.0)
+        handle = send.result()
+        if handle is None or not handle.accepted:
+            raise RuntimeError("the planner rejected the instruction")
+        result_future = handle.get_result_async()
+        deadline = time.monotonic() + timeout_s
+        while not result_future.done():
+            if time.monotonic() > deadline:
+                handle.cancel_goal_async()
+                executor.spin_once(timeout_sec=1.0)
+                raise TimeoutError(f"episode did not finish within {timeout_s:.0f} s; cancelled")
+            executor.spin_once(timeout_sec=0.1)
+        truth.clear()
+        end = time.monotonic() + 5.0
+        while not truth and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.1)
+        return result_future.result().result, truth[-1].objects if truth else []
+    finally:
+        node.destroy_node()
+        if own_context:
+            rclpy.shutdown()
+
+
+def world_states(objects: Sequence[Any]) -> list[Any]:
+    from skills_node.core.types import ObjectState
+
+    return [
+        ObjectState(o.name, o.category, (o.pose.pose.position.x, o.pose.pose.position.y,
+                                         o.pose.pose.position.z),
+                    (o.size.x, o.size.y, o.size.z), color=o.name.rsplit(" ", 1)[0])
+        for o in objects
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from skills_node.core.tasks import matching_bowls_done
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    values, rest = parse_launch_args(argv, {
+        "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
+        "timeout": "600", "log_level": "warn",
+    })
+    if rest:
+        print(f"unexpected arguments: {rest}\n{__doc__}", file=sys.stderr)
+        return 2
+    seed = int(values["seed"])
+    if seed < 0:
+        seed = random.SystemRandom().randrange(100_000)
+    transcripts = Path(os.environ.get("MONOLOGUE_RUNS_DIR", tempfile.gettempdir())) / "monologue_demo"
+    print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} scene seed={seed}")
+    print(f"== instruction: {values['instruction']}")
+    lock = threading.Lock()
+
+    def node_log(line: str) -> None:
+        with lock:
+            print(line, flush=True)
+
+    node_params = {
+        "skills": {"sim.seed": str(seed), "sim.matching_bowls": "true"},
+        "planner": {"transcript_dir": str(transcripts)},
+    }
+    sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
+                     log_level=values["log_level"])
+    t0 = time.monotonic()
+    try:
+        sup.start()
+
+        def show(event: Any) -> None:
+            with lock:
+                print(f"  {event.text}", flush=True)
+
+        print("== monologue:")
+        result, objects = run_episode(values["instruction"], float(values["timeout"]), show)
+    except (TimeoutError, RuntimeError) as e:
+        print(f"== demo failed: {e}", file=sys.stderr)
+        return 1
+    finally:
+        codes = sup.stop()
+    done = matching_bowls_done(world_states(objects)) if objects else False
+    print(f"== planner: {'success' if result.success else 'failure'} ({result.reason}); "
+          f"{result.steps_taken} skills in {time.monotonic() - t0:.1f} s")
+    print(f"== world state satisfies the instruction: {done}")
+    print(f"== transcript: {result.transcript_path}")
+    crashed = {n: c for n, c in codes.items() if c not in (0, -2, 130)}
+    if crashed:
+        print(f"== nodes exited with errors: {crashed}", file=sys.stderr)
+    return 0 if (result.success and done) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""`monologue-up`: start the graph on machines without `ros2 launch` (pip-only ROS 2).
+
+Starts the same processes as launch/monologue.launch.py with `--ros-args --params-file ...`,
+prefixes their output, forwards SIGINT/SIGTERM and stops everything cleanly.
+
+    monologue-up robot:=sim llm:=embedded [--param skills:sim.seed=3] [--log-level debug]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from .graph import GRAPH, NodeSpec, default_config_dir, parse_launch_args, ros_args
+
+Sink = Callable[[str], None]
+
+
+def executable_path(spec: NodeSpec) -> Path:
+    """`<prefix>/lib/<package>/<executable>` as `ros2 run` would find it."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        prefix = Path(get_package_prefix(spec.package))
+    except PackageNotFoundError as e:
+        raise RuntimeError(
+            f"package {spec.package!r} is not built or not sourced; run `make setup` and "
+            f"`. scripts/env.sh`") from e
+    exe = prefix / "lib" / spec.package / spec.executable
+    if not exe.is_file():
+        raise RuntimeError(f"executable {exe} not found; rebuild with `make build`")
+    return exe
+
+
+class Supervisor:
+    """Runs every node of GRAPH as a child process; usable as a context manager."""
+
+    def __init__(
+        self,
+        robot: str = "sim",
+        llm: str = "embedded",
+        config_dir: Path | None = None,
+        node_params: Mapping[str, Mapping[str, str]] | None = None,
+        env: Mapping[str, str] | None = None,
+        sink: Sink | None = None,
+        log_level: str = "info",
+        nodes: Sequence[str] | None = None,
+    ) -> None:
+        self.robot, self.llm = robot, llm
+        self.config_dir = config_dir or default_config_dir()
+        self.node_params = {k: dict(v) for k, v in (node_params or {}).items()}
+        self.env = dict(os.environ if env is None else env)
+        self.env.setdefault("PYTHONUNBUFFERED", "1")
+        self.env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
+        self.sink = sink or (lambda line: print(line, flush=True))
+        self.log_level = log_level
+        self.specs = [s for s in GRAPH if nodes is None or s.name in nodes]
+        unknown = set(self.node_params) - {s.name for s in GRAPH}
+        if unknown:
+            raise ValueError(f"parameters for unknown nodes: {sorted(unknown)}")
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._threads: list[threading.Thread] = []
+
+    def commands(self) -> dict[str, list[str]]:
+        return {
+            s.name: [str(executable_path(s))] + ros_args(
+                s, self.config_dir, self.robot, self.llm, self.node_params.get(s.name), self.log_level)
+            for s in self.specs
+        }
+
+    def start(self) -> Supervisor:
+        for name, cmd in self.commands().items():
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+            self.procs[name] = proc
+            t = threading.Thread(target=self._pump, args=(name, proc), daemon=True)
+            t.start()
+            self._threads.append(t)
+            self.sink(f"[up] started {name} (pid {proc.pid})")
+        return self
+
+    def _pump(self, name: str, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        for raw in iter(proc.stdout.readline, b""):
+            self.sink(f"[{name}] {raw.decode('utf-8', 'replace').rstrip()}")
+
+    def dead(self) -> dict[str, int]:
+        """Nodes that have exited, with their return codes."""
+        return {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
+
+    def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
+        """SIGINT, then SIGTERM, then SIGKILL, each after `timeout_s` (s). Returns exit codes."""
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            alive = [p for p in self.procs.values() if p.poll() is None]
+            if not alive:
+                break
+            for p in alive:
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline and any(p.poll() is None for p in alive):
+                time.sleep(0.05)
+        for t in self._threads:
+            t.join(timeout=2.0)
+        codes = {n: p.wait() for n, p in self.procs.items()}
+        self.sink(f"[up] stopped: {codes}")
+        return codes
+
+    def __enter__(self) -> Supervisor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def parse_node_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
+    """`node:param=value` strings -> {node: {param: value}}."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        if ":" not in item or "=" not in item:
+            raise ValueError(f"--param takes node:name=value, got {item!r}")
+        node, rest = item.split(":", 1)
+        key, value = rest.split("=", 1)
+        out.setdefault(node, {})[key] = value
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    values, rest = parse_launch_args(argv, {"robot": "sim", "llm": "embedded"})
+    ap = argparse.ArgumentParser(prog="monologue-up", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--param", action="append", default=[], help="node:name=value parameter override")
+    ap.add_argument("--config-dir", type=Path, default=None)
+    ap.add_argument("--log-level", default="info")
+    ns = ap.parse_args(rest)
+    sup = Supervisor(values["robot"], values["llm"], ns.config_dir, parse_node_params(ns.param),
+                     log_level=ns.log_level)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    sup.start()
+    rc = 0
+    while not stop.wait(0.2):
+        dead = sup.dead()
+        if dead:
+            sup.sink(f"[up] node(s) exited: {dead}; stopping the graph")
+            rc = 1
+            break
+    sup.stop()
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

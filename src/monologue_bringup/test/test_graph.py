@@ -1,0 +1,94 @@
+"""One graph description drives the launch file and `monologue-up`."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from monologue_bringup.graph import GRAPH, LLMS, ROBOTS, find, params_files, parse_launch_args, ros_args
+from monologue_bringup.up import Supervisor, parse_node_params
+
+REPO = Path(__file__).resolve().parents[3]
+CONFIG = REPO / "config"
+
+
+def test_graph_has_the_four_nodes() -> None:
+    assert [s.name for s in GRAPH] == ["skills", "perception", "success_detector", "planner"]
+    assert find("planner").package == "planner_node"
+    with pytest.raises(KeyError):
+        find("nope")
+
+
+def test_every_node_has_a_config_section_and_every_section_a_node() -> None:
+    names = {s.name for s in GRAPH}
+    for robot in ROBOTS:
+        for llm in LLMS:
+            for f in params_files(CONFIG, robot, llm):
+                data = yaml.safe_load(f.read_text())
+                assert set(data) <= names, f"{f}: sections {set(data) - names} are not nodes"
+                for section in data.values():
+                    assert "ros__parameters" in section
+    assert set(yaml.safe_load((CONFIG / "monologue.yaml").read_text())) == names
+
+
+def test_ros_args_carry_params_files_in_override_order() -> None:
+    args = ros_args(find("planner"), CONFIG, "sim", "embedded", {"max_steps": "3"})
+    files = [args[i + 1] for i, a in enumerate(args) if a == "--params-file"]
+    assert [Path(f).name for f in files] == ["monologue.yaml", "sim.yaml", "embedded.yaml"]
+    assert args[:3] == ["--ros-args", "-r", "__node:=planner"]
+    assert f"prompt_dir:={CONFIG / 'prompts'}" in args and "max_steps:=3" in args
+
+
+def test_unknown_robot_or_llm_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown robot"):
+        params_files(CONFIG, "r2d2", "embedded")
+    with pytest.raises(ValueError, match="unknown llm"):
+        params_files(CONFIG, "sim", "gpt-9")
+
+
+def test_launch_style_arguments() -> None:
+    values, rest = parse_launch_args(["robot:=sim", "--log-level", "debug"], {"robot": "x", "llm": "y"})
+    assert values == {"robot": "sim", "llm": "y"} and rest == ["--log-level", "debug"]
+    with pytest.raises(ValueError, match="unknown argument"):
+        parse_launch_args(["colour:=red"], {"robot": "x"})
+    assert parse_node_params(["skills:sim.seed=3", "planner:max_steps=2"]) == {
+        "skills": {"sim.seed": "3"}, "planner": {"max_steps": "2"}}
+    with pytest.raises(ValueError):
+        parse_node_params(["bad"])
+
+
+def test_launch_file_builds_nodes_from_the_graph_description() -> None:
+    tree = ast.parse((REPO / "launch" / "monologue.launch.py").read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "monologue_bringup.graph"
+                for a in n.names}
+    assert {"GRAPH", "params_files", "node_overrides"} <= imported
+    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert not literals & {s.package for s in GRAPH}, "the launch file must not list nodes itself"
+
+
+def test_supervisor_stops_children_and_reports_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that ignores SIGINT is escalated to SIGTERM; output lines are prefixed."""
+    script = tmp_path / "fake_node"
+    script.write_text(
+        "#!" + sys.executable + "\n"
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n")
+    script.chmod(0o755)
+    monkeypatch.setattr("monologue_bringup.up.executable_path", lambda spec: script)
+    lines: list[str] = []
+    sup = Supervisor(config_dir=CONFIG, nodes=["skills"], sink=lines.append)
+    sup.start()
+    import time
+    deadline = time.monotonic() + 10
+    while "[skills] ready" not in lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    codes = sup.stop(timeout_s=0.5)
+    assert "[skills] ready" in lines
+    assert codes == {"skills": -15}
+    with pytest.raises(ValueError, match="unknown nodes"):
+        Supervisor(config_dir=CONFIG, node_params={"ghost": {"a": "1"}})

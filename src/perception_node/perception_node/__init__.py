@@ -1,0 +1,1 @@
+"""perception_node."""

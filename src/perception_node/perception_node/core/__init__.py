@@ -1,0 +1,1 @@
+"""ROS-free perception logic: scene descriptions from ground truth or detections."""

@@ -1,0 +1,125 @@
+"""perception_node: publishes the scene description and serves DescribeScene (rclpy adapter only).
+
+Source "oracle" turns the simulator's ground truth into the scene description (IM sim).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from monologue_interfaces.msg import SceneDescription
+from monologue_interfaces.srv import DescribeScene
+
+from .core.scene import OracleSceneSource, Scene, SceneObject
+
+LATCHED = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    reliability=ReliabilityPolicy.RELIABLE,
+)
+SOURCES = ("oracle",)
+
+
+class PerceptionNode(Node):
+    def __init__(self) -> None:
+        super().__init__("perception")
+        self.declare_parameter("source", "oracle")
+        self.declare_parameter("ground_truth_topic", "sim/ground_truth")
+        self.declare_parameter("refresh_timeout", 2.0)  # s
+        source = str(self.get_parameter("source").value)
+        if source not in SOURCES:
+            raise ValueError(f"unknown perception source {source!r}; available: {SOURCES}")
+        self._refresh_timeout = float(self.get_parameter("refresh_timeout").value)
+        if self._refresh_timeout <= 0:
+            raise ValueError("refresh_timeout must be > 0 s")
+        self._oracle = OracleSceneSource()
+        self._cond = threading.Condition()
+        self._latest: SceneDescription | None = None
+        self._latest_rx = 0.0  # monotonic time the latest input arrived
+        group = ReentrantCallbackGroup()
+        self._pub = self.create_publisher(SceneDescription, "scene/description", LATCHED)
+        self._sub = self.create_subscription(
+            SceneDescription, str(self.get_parameter("ground_truth_topic").value), self._on_ground_truth,
+            LATCHED, callback_group=group)
+        self._srv = self.create_service(DescribeScene, "describe_scene", self._describe, callback_group=group)
+
+    def _on_ground_truth(self, msg: SceneDescription) -> None:
+        scene = self._oracle.describe(scene_from_msg(msg))
+        out = scene_to_msg(scene, msg)
+        self._pub.publish(out)
+        with self._cond:
+            self._latest, self._latest_rx = out, time.monotonic()
+            self._cond.notify_all()
+
+    def _describe(self, req: DescribeScene.Request, res: DescribeScene.Response) -> DescribeScene.Response:
+        asked = time.monotonic()
+        deadline = asked + self._refresh_timeout
+        with self._cond:
+            while self._latest is None or (req.refresh and self._latest_rx < asked):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            latest, fresh = self._latest, self._latest_rx >= asked
+        if latest is None:
+            res.success, res.message = False, "no input received yet"
+        elif req.refresh and not fresh:
+            res.success = False
+            res.message = f"no new input within {self._refresh_timeout:.1f} s"
+        else:
+            res.success, res.scene = True, latest
+        return res
+
+
+def scene_from_msg(msg: SceneDescription) -> Scene:
+    stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+    objs = tuple(
+        SceneObject(
+            name=o.name, category=o.category,
+            position=(o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
+            size=(o.size.x, o.size.y, o.size.z), visible=o.visible, confidence=o.confidence,
+            segmentation_id=o.segmentation_id,
+        )
+        for o in msg.objects
+    )
+    return Scene(frame=msg.header.frame_id, stamp_s=stamp, source=msg.source, objects=objs,
+                 held_objects=tuple(msg.held_objects))
+
+
+def scene_to_msg(scene: Scene, template: SceneDescription) -> SceneDescription:
+    """Copy `template` (keeping poses and headers) with the scene's source, visibility and confidence."""
+    out = SceneDescription()
+    out.header = template.header
+    out.source = scene.source
+    by_name: dict[str, Any] = {o.name: o for o in template.objects}
+    for o in scene.objects:
+        m = by_name[o.name]
+        m.visible, m.confidence = o.visible, float(o.confidence)
+        out.objects.append(m)
+    out.held_objects = list(scene.held_objects)
+    return out
+
+
+def main(args: list[str] | None = None) -> None:
+    rclpy.init(args=args)
+    node: PerceptionNode | None = None
+    try:
+        node = PerceptionNode()
+        executor = MultiThreadedExecutor(num_threads=3)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()

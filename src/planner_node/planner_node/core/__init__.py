@@ -1,0 +1,1 @@
+"""Inner Monologue planner core (ROS-free)."""

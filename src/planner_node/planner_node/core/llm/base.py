@@ -1,0 +1,123 @@
+"""Backend-neutral LLM interface: result types, errors and score normalisation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+NormalizePolicy = Literal["sum", "mean", "softmax"]
+NORMALIZE_POLICIES: tuple[str, ...] = ("sum", "mean", "softmax")
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    """Log-probability of one candidate continuation given the prompt."""
+
+    text: str
+    logprob: float  # sum of natural-log token probabilities of the candidate
+    token_count: int
+    token_logprobs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """Result of one :meth:`LLMBackend.score` call."""
+
+    scores: tuple[CandidateScore, ...]
+    prompt_tokens: int
+    new_tokens_processed: int  # tokens actually evaluated (after prefix/KV reuse)
+    wall_time_s: float
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Result of one :meth:`LLMBackend.generate` call."""
+
+    text: str
+    prompt_tokens: int
+    new_tokens_processed: int
+    completion_tokens: int
+    finish_reason: str  # "stop" (stop string or end-of-sequence) or "length"
+    wall_time_s: float
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    """Interface implemented by every LLM backend."""
+
+    name: str
+
+    def generate(
+        self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64
+    ) -> Generation:
+        """Greedy (temperature 0) completion of ``prompt``."""
+        ...
+
+    def score(self, prompt: str, candidates: Sequence[str]) -> ScoreResult:
+        """Log-probability of each candidate appended verbatim to ``prompt``."""
+        ...
+
+    def close(self) -> None:
+        """Release resources; the backend must not be used afterwards."""
+        ...
+
+
+class LLMError(Exception):
+    """Base class of all LLM backend errors."""
+
+
+class LLMUnavailableError(LLMError):
+    """The backend cannot be reached (server down, timeout) after all retries."""
+
+
+class ScoringUnsupportedError(LLMError):
+    """The backend cannot return log-probabilities of given text."""
+
+
+class CassetteMissError(LLMError):
+    """A replayed request is not in the cassette."""
+
+
+class InvalidOutputError(LLMError):
+    """The backend returned a response that cannot be interpreted."""
+
+
+def _log_score(score: CandidateScore, policy: str) -> float:
+    if policy == "mean":
+        return score.logprob / score.token_count if score.token_count > 0 else 0.0
+    return score.logprob
+
+
+def normalize_scores(
+    scores: Sequence[CandidateScore], policy: NormalizePolicy | str = "softmax"
+) -> tuple[float, ...]:
+    """Turn candidate log-probs into probabilities over the candidate set.
+
+    ``policy`` selects the per-candidate log score that is softmax-ed:
+
+    * ``"sum"`` -- total log-probability (favours short candidates);
+    * ``"mean"`` -- log-probability per token (length-normalised);
+    * ``"softmax"`` -- alias of ``"sum"``: softmax of the summed log-probs,
+      i.e. the candidates' joint probabilities renormalised to sum to one.
+
+    The result has one value in [0, 1] per candidate, summing to 1 (an empty
+    input gives an empty tuple). ``-inf`` scores map to 0 unless all are
+    ``-inf``, in which case the distribution is uniform.
+    """
+    if policy not in NORMALIZE_POLICIES:
+        raise ValueError(
+            f"unknown normalisation policy {policy!r}; expected one of {NORMALIZE_POLICIES}"
+        )
+    if not scores:
+        return ()
+    logs = [_log_score(s, policy) for s in scores]
+    if any(math.isnan(v) for v in logs):
+        raise ValueError("candidate log score is NaN")
+    top = max(logs)
+    if top == -math.inf:
+        return tuple(1.0 / len(logs) for _ in logs)
+    exps = [math.exp(v - top) for v in logs]
+    total = math.fsum(exps)
+    return tuple(e / total for e in exps)

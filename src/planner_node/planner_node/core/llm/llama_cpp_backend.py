@@ -1,0 +1,442 @@
+"""In-process llama.cpp backend (llama-cpp-python) with KV-cache prefix reuse.
+
+The backend drives llama.cpp's C API directly (batches, ``llama_decode``,
+``llama_memory_seq_rm``) instead of ``Llama.create_completion`` so that it can
+(1) request logits only where they are needed, (2) trim the KV cache back to a
+shared prefix between candidates and between calls, (3) count exactly how many
+tokens were evaluated and (4) stay bit-identical to a from-scratch evaluation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import math
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .base import CandidateScore, Generation, LLMError, ScoreResult
+
+_LOG = logging.getLogger(__name__)
+_ROW_CACHE_SIZE = 8  # full logits rows (1 MiB each for Gemma 3) kept by context
+_LP_CACHE_SIZE = 200_000  # (context, token) -> logprob entries kept
+# llama.cpp CPU matmul kernels differ for batches of fewer than 8 tokens (measured on
+# llama-cpp-python 0.3.36 / AVX-512), so a decode split into batches of >= 8 tokens
+# reproduces a from-scratch decode of the whole text bit for bit.
+_MIN_BATCH = 8
+_LOAD_LOCK = threading.Lock()
+
+FloatArray = npt.NDArray[np.float32]
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _context_key(tokens: npt.NDArray[np.int32], end: int) -> bytes:
+    """Digest of ``tokens[:end]`` (the context that produced a logits row)."""
+    return hashlib.blake2b(tokens[:end].tobytes(), digest_size=16).digest()
+
+
+def _logprob(row: FloatArray, token: int) -> float:
+    """Natural-log softmax probability of ``token`` under the logits ``row``."""
+    top = float(row.max())
+    lse = top + math.log(float(np.exp(row - top, dtype=np.float64).sum()))
+    return float(row[token]) - lse
+
+
+def _load_without_repack(llama_cpp: Any, **kwargs: Any) -> Any:
+    """``llama_cpp.Llama(**kwargs)`` with runtime weight repacking disabled.
+
+    Repacked CPU kernels compute rows in groups of 4, which makes logits depend
+    on how a text is split into decode batches (and was slower here).
+    ``Llama`` has no argument for ``use_extra_bufts``, so the default model
+    parameters are patched while the model loads.
+    """
+    low = llama_cpp.llama_cpp
+    original = low.llama_model_default_params
+
+    def patched() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    with _LOAD_LOCK:
+        low.llama_model_default_params = patched
+        try:
+            return llama_cpp.Llama(**kwargs)
+        finally:
+            low.llama_model_default_params = original
+
+
+class LlamaCppBackend:
+    """Greedy generation and candidate scoring with a local GGUF model.
+
+    ``reuse_prefix`` keeps the KV cache (and log-probs already computed)
+    between calls: a call only evaluates the tokens after its longest common
+    prefix with what is cached. Within one :meth:`score` call the prompt is
+    evaluated once; each candidate then re-evaluates at most 7 prompt-tail tokens.
+
+    ``batch_invariant`` (default) decodes in batches of >= 8 tokens and only
+    reuses cache entries computed that way, so scores are bit-identical to a
+    from-scratch evaluation of prompt+candidate and independent of earlier
+    calls (and of ``reuse_prefix``); off, scores may differ by ~0.1 nats.
+    Calls are serialised by a lock.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        seed: int = 0,
+        logger: logging.Logger | None = None,
+        reuse_prefix: bool = True,
+        n_batch: int = 512,
+        batch_invariant: bool = True,
+    ) -> None:
+        import llama_cpp
+
+        self._lc: Any = llama_cpp
+        self.log = logger or _LOG
+        path = Path(model_path)
+        if not path.is_file():
+            raise LLMError(f"GGUF model file not found: {path}")
+        if n_ctx < 16:
+            raise ValueError(f"n_ctx must be >= 16, got {n_ctx}")
+        self.name = f"llama_cpp:{path.name}"
+        self.reuse_prefix = reuse_prefix
+        self.n_ctx = n_ctx
+        self._n_batch = max(_MIN_BATCH * 2, min(n_batch, n_ctx))
+        self._min_batch = _MIN_BATCH if batch_invariant else 1
+        self._lock = threading.Lock()
+        t0 = time.perf_counter()
+        try:
+            self._llm: Any = _load_without_repack(
+                llama_cpp,
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_batch=self._n_batch,
+                n_ubatch=self._n_batch,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                seed=seed,
+                logits_all=False,
+                swa_full=True,  # keep every SWA cell so any prefix can be reused
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise LLMError(f"llama.cpp could not load {path}: {exc}") from exc
+        if getattr(self._llm.model_params, "use_extra_bufts", False):
+            self.log.warning("weight repacking is active: scores depend on batch splits")
+        self._ctx = self._llm.ctx
+        self._mem = llama_cpp.llama_get_memory(self._ctx)
+        self._vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
+        self._n_vocab = int(self._llm.n_vocab())
+        self._n_swa = int(llama_cpp.llama_model_n_swa(self._llm.model))
+        self._batch: Any = llama_cpp.llama_batch_init(self._n_batch, 0, 1)
+        self._kv: list[int] = []  # tokens currently in the KV cache (seq 0)
+        self._canon = 0  # length of the cache prefix computed in batches >= min_batch
+        # canonical results keyed by context content, independent of the KV cache
+        self._rows: dict[bytes, FloatArray] = {}
+        self._lps: dict[tuple[bytes, int], float] = {}
+        self._evaluated = 0  # tokens decoded during the current call
+        self._closed = False
+        self.log.info(
+            "loaded %s in %.2fs (n_ctx=%d, n_vocab=%d, n_swa=%d, reuse_prefix=%s)",
+            path.name, time.perf_counter() - t0, n_ctx, self._n_vocab, self._n_swa,
+            reuse_prefix,
+        )
+
+    # -- tokens ----------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        """Tokens of ``text`` with BOS; special-token syntax is not parsed."""
+        toks = self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+        return [int(t) for t in toks]
+
+    def _piece(self, token: int) -> bytes:
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = int(self._lc.llama_token_to_piece(self._vocab, token, buf, size, 0, False))
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+
+    # -- KV cache --------------------------------------------------------
+    def _reset(self) -> None:
+        self._lc.llama_memory_clear(self._mem, True)
+        self._kv = []
+        self._canon = 0
+
+    def _trim(self, n: int) -> int:
+        """Keep the first ``n`` cached tokens (or none, if that fails); return the count."""
+        if n >= len(self._kv):
+            return len(self._kv)
+        if n <= 0:
+            self._reset()
+            return 0
+        if not self._lc.llama_memory_seq_rm(self._mem, 0, n, -1):
+            self.log.debug("partial KV removal unsupported; re-evaluating from scratch")
+            self._reset()
+            return 0
+        pos_min = int(self._lc.llama_memory_seq_pos_min(self._mem, 0))
+        if not (pos_min == 0 or (self._n_swa > 0 and 0 <= pos_min < n - self._n_swa)):
+            self.log.debug("KV cache lost positions < %d (SWA); re-evaluating", pos_min)
+            self._reset()
+            return 0
+        del self._kv[n:]
+        self._canon = min(self._canon, n)
+        return n
+
+    def _chunks(self, n: int) -> list[tuple[int, int]]:
+        """Split ``n`` tokens into decode batches of <= n_batch, none below min_batch."""
+        out: list[tuple[int, int]] = []
+        s = 0
+        while s < n:
+            e = min(n, s + self._n_batch)
+            if 0 < n - e < self._min_batch:
+                e = n - self._min_batch
+            out.append((s, e))
+            s = e
+        return out
+
+    def _eval(
+        self, tokens: Sequence[int], want: Sequence[int]
+    ) -> dict[int, tuple[FloatArray, bool]]:
+        """Append ``tokens`` to the KV cache.
+
+        Returns ``{relative position: (logits row, canonical)}`` for ``want``;
+        a row is canonical if its decode batch had at least ``min_batch`` tokens.
+        """
+        if len(self._kv) + len(tokens) > self.n_ctx:
+            raise LLMError(
+                f"context overflow: {len(self._kv) + len(tokens)} tokens > n_ctx={self.n_ctx}"
+            )
+        want_set = set(want)
+        rows: dict[int, tuple[FloatArray, bool]] = {}
+        batch = self._batch
+        for start, end in self._chunks(len(tokens)):
+            base = len(self._kv)
+            batch.n_tokens = end - start
+            for i in range(end - start):
+                batch.token[i] = tokens[start + i]
+                batch.pos[i] = base + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = (start + i) in want_set
+            rc = int(self._lc.llama_decode(self._ctx, batch))
+            if rc != 0:
+                self._reset()
+                raise LLMError(f"llama_decode failed with code {rc}")
+            self._kv.extend(int(t) for t in tokens[start:end])
+            self._evaluated += end - start
+            canonical = end - start >= self._min_batch
+            if canonical and base == self._canon:
+                self._canon = len(self._kv)
+            for i in range(end - start):
+                if (start + i) in want_set:
+                    ptr = self._lc.llama_get_logits_ith(self._ctx, i)
+                    row = np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).copy()
+                    rows[start + i] = (row, canonical)
+        return rows
+
+    def _ensure(
+        self, toks: Sequence[int], limit: int, want: Sequence[int]
+    ) -> dict[int, tuple[FloatArray, bool]]:
+        """Make the KV cache hold exactly ``toks``, reusing at most ``limit`` cached tokens.
+
+        Only the canonically computed cache prefix is reused and every decode
+        batch has at least ``min_batch`` tokens (backing off into the cached
+        prefix if needed), so results do not depend on the cache history.
+        Returns rows (by absolute position) for ``want`` positions >= ``limit``.
+        """
+        c = min(limit, _common_prefix(self._kv, toks), self._canon, len(toks))
+        if len(toks) - c < self._min_batch:
+            c = max(0, len(toks) - self._min_batch)
+        c = self._trim(c)
+        if c == len(toks):
+            return {}
+        rows = self._eval(toks[c:], [p - c for p in want if p >= c])
+        return {c + rel: val for rel, val in rows.items()}
+
+    def _remember_row(self, key: bytes, row: FloatArray) -> None:
+        self._rows[key] = row
+        while len(self._rows) > _ROW_CACHE_SIZE:
+            del self._rows[next(iter(self._rows))]
+
+    def _remember_lp(self, key: tuple[bytes, int], lp: float) -> None:
+        self._lps[key] = lp
+        if len(self._lps) > _LP_CACHE_SIZE:
+            for old in list(self._lps)[: _LP_CACHE_SIZE // 10]:
+                del self._lps[old]
+
+    def _begin_call(self) -> None:
+        if self._closed:
+            raise LLMError("backend is closed")
+        self._evaluated = 0
+        if not self.reuse_prefix:
+            self._reset()
+            self._rows.clear()
+            self._lps.clear()
+
+    def _row_after(self, toks: Sequence[int], exact: bool) -> FloatArray:
+        """Logits predicting the token after ``toks``.
+
+        ``exact`` also leaves exactly ``toks`` (canonically computed) in the KV
+        cache, as generation continues from there.
+        """
+        key = _context_key(np.asarray(toks, dtype=np.int32), len(toks))
+        row = self._rows.get(key)
+        if row is not None:
+            if not exact:
+                return row
+            cached = min(_common_prefix(self._kv, toks), self._canon)
+            if cached == len(toks) and self._trim(len(toks)) == len(toks):
+                return row
+        last = len(toks) - 1
+        new_row, canonical = self._ensure(toks, last, [last])[last]
+        if canonical:
+            self._remember_row(key, new_row)
+        return new_row
+
+    def _score_tokens(self, toks: Sequence[int], first: int) -> list[float]:
+        """Log-probs of ``toks[first:]``, each given the tokens before it."""
+        arr = np.asarray(toks, dtype=np.int32)
+        n = len(toks)
+        needed = range(first - 1, n - 1)  # positions of the logits used
+        keys = {p: (_context_key(arr, p + 1), toks[p + 1]) for p in needed}
+        out: dict[int, float] = {}
+        for p in needed:
+            lp = self._lps.get(keys[p])
+            if lp is None and keys[p][0] in self._rows:
+                lp = _logprob(self._rows[keys[p][0]], toks[p + 1])
+                self._remember_lp(keys[p], lp)
+            if lp is not None:
+                out[p] = lp
+        missing = [p for p in needed if p not in out]
+        if missing:
+            # the last token needs no logits, but a text shorter than min_batch is
+            # decoded whole (in one batch, like a from-scratch evaluation would be)
+            upto = n if n <= self._min_batch else n - 1
+            rows = self._ensure(toks[:upto], missing[0], missing)
+            for p in missing:
+                row, canonical = rows[p]
+                out[p] = _logprob(row, toks[p + 1])
+                if canonical:
+                    self._remember_lp(keys[p], out[p])
+        return [out[p] for p in needed]
+
+    # -- LLMBackend ------------------------------------------------------
+    def generate(
+        self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64
+    ) -> Generation:
+        """Greedy (argmax) completion, cut before the earliest stop string."""
+        if max_tokens < 0:
+            raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+        stops = [s for s in stop if s]
+        with self._lock:
+            t0 = time.perf_counter()
+            self._begin_call()
+            toks = self.tokenize(prompt)
+            if len(toks) >= self.n_ctx:
+                raise LLMError(f"prompt has {len(toks)} tokens, n_ctx is {self.n_ctx}")
+            out: list[int] = []
+            raw = b""
+            text = ""
+            finish = "length"
+            row = self._row_after(toks, exact=True) if max_tokens > 0 else None
+            for step in range(max_tokens):
+                assert row is not None
+                tok = int(np.argmax(row))
+                if self._lc.llama_vocab_is_eog(self._vocab, tok):
+                    finish = "stop"
+                    break
+                out.append(tok)
+                raw += self._piece(tok)
+                text = raw.decode("utf-8", errors="ignore")
+                hits = [i for i in (text.find(s) for s in stops) if i >= 0]
+                if hits:
+                    text = text[: min(hits)]
+                    finish = "stop"
+                    break
+                if step == max_tokens - 1 or len(self._kv) >= self.n_ctx:
+                    break
+                row = self._eval([tok], [0])[0][0]  # batch of 1: not canonical
+            return Generation(
+                text=text,
+                prompt_tokens=len(toks),
+                new_tokens_processed=self._evaluated,
+                completion_tokens=len(out),
+                finish_reason=finish,
+                wall_time_s=time.perf_counter() - t0,
+            )
+
+    def score(self, prompt: str, candidates: Sequence[str]) -> ScoreResult:
+        """Sum of token log-probs of each candidate appended verbatim to ``prompt``.
+
+        The candidate's tokens are the suffix of ``tokenize(prompt + candidate)``
+        after its common prefix with ``tokenize(prompt)``, so a token that merges
+        the end of the prompt with the candidate start is scored as candidate.
+        """
+        with self._lock:
+            t0 = time.perf_counter()
+            self._begin_call()
+            ptoks = self.tokenize(prompt)
+            fulls = [self.tokenize(prompt + c) for c in candidates]
+            firsts = [_common_prefix(ptoks, f) for f in fulls]
+            longest = max((len(f) for f in fulls), default=0)
+            if longest - 1 > self.n_ctx:
+                raise LLMError(f"prompt+candidate has {longest} tokens, n_ctx is {self.n_ctx}")
+            active = [i for i, f in enumerate(fulls) if firsts[i] < len(f)]
+            if any(firsts[i] == 0 for i in active):
+                raise LLMError("cannot score: a candidate changes the first prompt token")
+            lps: dict[int, list[float]] = {}
+            if active:
+                shared = min(firsts[i] for i in active)
+                self._row_after(ptoks[:shared], exact=False)  # evaluate the prompt once
+                # lexicographic order makes neighbours share the longest prefixes
+                for i in sorted(active, key=lambda k: fulls[k]):
+                    lps[i] = self._score_tokens(fulls[i], firsts[i])
+            scores = tuple(
+                CandidateScore(
+                    text=c,
+                    logprob=math.fsum(lps.get(i, [])),
+                    token_count=len(lps.get(i, [])),
+                    token_logprobs=tuple(lps.get(i, [])),
+                )
+                for i, c in enumerate(candidates)
+            )
+            return ScoreResult(
+                scores=scores,
+                prompt_tokens=len(ptoks),
+                new_tokens_processed=self._evaluated,
+                wall_time_s=time.perf_counter() - t0,
+            )
+
+    def close(self) -> None:
+        """Free the batch, context and model (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._lc.llama_batch_free(self._batch)
+            self._llm.close()
+
+    def __enter__(self) -> LlamaCppBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,235 @@
+"""The Inner Monologue loop with SayCan-style scoring of admissible skills (no rclpy).
+
+Each step: build the prompt from the profile's preamble and the transcript, score every admissible
+skill line plus the termination line with the LLM, multiply by affordances, take the argmax,
+execute it, and append the feedback (Success) to the transcript. IM §3, SC Algorithm 1.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from .llm.base import LLMBackend, LLMError, normalize_scores
+from .ports import PortUnavailable, SceneItem, ScenePort, SkillOption, SkillsPort, SuccessPort
+from .prompts import PromptProfile
+from .transcript import EventKind, Transcript
+
+DONE_AFFORDANCE = 0.1  # SayCan's fixed affordance of the terminate skill (SC:L440)
+
+
+class EpisodeError(IntEnum):
+    """Episode outcome codes; must match ExecuteInstruction result constants (checked by a test)."""
+
+    NONE = 0
+    MAX_STEPS_REACHED = 1
+    LLM_FAILED = 2
+    SKILL_SERVER_UNAVAILABLE = 3
+    CANCELED = 4
+    INVALID_GOAL = 5
+    PLANNING_FAILED = 6
+    STOPPED_BY_HUMAN = 7
+    INTERNAL_ERROR = 8
+
+
+@dataclass(frozen=True)
+class EpisodeOptions:
+    """Switches of one episode (IM Tables 1-3 columns) and the step cap k."""
+
+    object_feedback: bool = True
+    success_feedback: bool = True
+    use_affordances: bool = True
+    max_steps: int = 15
+    normalization: str = "sum"
+
+    def validate(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be >= 1")
+        if self.normalization not in ("sum", "mean", "softmax"):
+            raise ValueError(f"unknown normalization {self.normalization!r}")
+
+
+@dataclass(frozen=True)
+class ScoredCandidate:
+    text: str
+    option: SkillOption | None  # None for the termination line
+    llm_logprob: float
+    llm_score: float
+    affordance: float
+    combined: float
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: int
+    candidates: tuple[ScoredCandidate, ...]
+    chosen: ScoredCandidate
+    normalization: str
+    prompt_tokens: int
+    new_tokens: int
+    llm_s: float
+    step_s: float
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    success: bool
+    error: EpisodeError
+    reason: str
+    steps_taken: int
+    steps: tuple[StepRecord, ...] = field(default_factory=tuple)
+
+
+class InnerMonologue:
+    """Runs one episode at a time. Collaborators are plain Python objects (ports), so the loop is
+    tested without ROS."""
+
+    def __init__(
+        self,
+        llm: LLMBackend,
+        skills: SkillsPort,
+        scene: ScenePort,
+        success: SuccessPort,
+        profile: PromptProfile,
+        logger: logging.Logger,
+        on_step: Callable[[StepRecord], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.llm = llm
+        self.skills = skills
+        self.scene = scene
+        self.success = success
+        self.profile = profile
+        self.log = logger
+        self.on_step = on_step
+        self.clock = clock
+
+    def run(
+        self,
+        instruction: str,
+        options: EpisodeOptions,
+        transcript: Transcript,
+        cancel: threading.Event | None = None,
+    ) -> EpisodeResult:
+        cancel = cancel or threading.Event()
+        instruction = instruction.strip()
+        if not instruction:
+            return self._finish(transcript, EpisodeError.INVALID_GOAL, "the instruction is empty", 0, [])
+        try:
+            options.validate()
+        except ValueError as e:
+            return self._finish(transcript, EpisodeError.INVALID_GOAL, str(e), 0, [])
+        steps: list[StepRecord] = []
+        executed = 0
+        try:
+            items = self.scene.describe()
+            categories = _categories(items)
+            if options.object_feedback:
+                names = [i.name for i in items if i.visible and i.category != "location"]
+                transcript.append(EventKind.SCENE_OBJECTS, self.profile.objects(names), {"objects": names})
+            transcript.append(EventKind.HUMAN_INSTRUCTION, self.profile.instruction(instruction),
+                              {"instruction": instruction})
+            for step in range(1, options.max_steps + 1):
+                if cancel.is_set():
+                    return self._finish(transcript, EpisodeError.CANCELED, "cancelled", executed, steps)
+                record = self._plan_step(step, options, transcript, categories)
+                steps.append(record)
+                if self.on_step is not None:
+                    self.on_step(record)
+                chosen = record.chosen
+                if chosen.option is None:
+                    transcript.append(EventKind.ROBOT_THOUGHT, chosen.text, {"done": True})
+                    return self._finish(transcript, EpisodeError.NONE, "the planner chose done", executed, steps)
+                opt = chosen.option
+                transcript.append(
+                    EventKind.ROBOT_ACTION, chosen.text,
+                    {"skill": opt.skill, "args": list(opt.args), "step": step,
+                     "llm_score": chosen.llm_score, "affordance": chosen.affordance},
+                )
+                result = self.skills.execute(opt.skill, opt.args, cancel)
+                executed += 1
+                if result.error_name == "CANCELED" or cancel.is_set():
+                    return self._finish(transcript, EpisodeError.CANCELED, "cancelled during a skill",
+                                        executed, steps)
+                if not result.ok:
+                    detail = result.failed_precondition or result.message
+                    transcript.append(EventKind.ERROR, f"Skill error {result.error_name}: {detail}",
+                                      {"error_code": result.error_code, "error_name": result.error_name,
+                                       "message": result.message,
+                                       "failed_precondition": result.failed_precondition})
+                if options.success_feedback:
+                    if result.ok:
+                        report = self.success.detect(opt.skill, opt.args, result.start_s, result.end_s)
+                        ok, conf, why = report.success, report.confidence, report.explanation
+                    else:
+                        ok, conf, why = False, 1.0, f"the skill reported {result.error_name}"
+                    transcript.append(EventKind.SUCCESS, self.profile.success(ok),
+                                      {"success": ok, "confidence": conf, "explanation": why})
+            return self._finish(transcript, EpisodeError.MAX_STEPS_REACHED,
+                                f"reached the step cap of {options.max_steps}", executed, steps)
+        except LLMError as e:
+            self.log.error("LLM failed: %s", e)
+            return self._finish(transcript, EpisodeError.LLM_FAILED, f"LLM failed: {e}", executed, steps)
+        except PortUnavailable as e:
+            self.log.error("graph component unavailable: %s", e)
+            return self._finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), executed, steps)
+
+    def _plan_step(
+        self, step: int, options: EpisodeOptions, transcript: Transcript, categories: Mapping[str, str]
+    ) -> StepRecord:
+        t0 = time.monotonic()
+        admissible = [o for o in self.skills.affordances() if o.affordance > 0.0 or not options.use_affordances]
+        texts: list[str] = []
+        opts: list[SkillOption | None] = []
+        for o in admissible:
+            try:
+                texts.append(self.profile.action(o.skill, o.args, categories))
+            except KeyError:
+                self.log.warning("no prompt template for skill %s; not offered to the LLM", o.skill)
+                continue
+            opts.append(o)
+        texts.append(self.profile.done_line)
+        opts.append(None)
+        prompt = self.profile.render_prompt(transcript.prompt_lines())
+        t_llm = time.monotonic()
+        result = self.llm.score(prompt, texts)
+        llm_s = time.monotonic() - t_llm
+        probs = normalize_scores(result.scores, options.normalization)
+        cands: list[ScoredCandidate] = []
+        for text, opt, sc, p in zip(texts, opts, result.scores, probs):
+            if opt is None:
+                aff = DONE_AFFORDANCE if options.use_affordances else 1.0
+            else:
+                aff = opt.affordance if options.use_affordances else 1.0
+            cands.append(ScoredCandidate(text, opt, sc.logprob, p, aff, p * aff))
+        chosen = max(cands, key=lambda c: c.combined)
+        step_s = time.monotonic() - t0
+        self.log.info(
+            "step %d: chose %r (llm %.3f x aff %.2f) from %d candidates; prompt %d tokens, %d new; "
+            "LLM %.2f s, step %.2f s",
+            step, chosen.text, chosen.llm_score, chosen.affordance, len(cands),
+            result.prompt_tokens, result.new_tokens_processed, llm_s, step_s,
+        )
+        for c in sorted(cands, key=lambda c: -c.combined)[:5]:
+            self.log.debug("  %.4f = %.4f x %.2f  %s", c.combined, c.llm_score, c.affordance, c.text)
+        return StepRecord(step, tuple(cands), chosen, options.normalization, result.prompt_tokens,
+                          result.new_tokens_processed, llm_s, step_s)
+
+    def _finish(
+        self, transcript: Transcript, error: EpisodeError, reason: str, executed: int,
+        steps: Sequence[StepRecord],
+    ) -> EpisodeResult:
+        success = error == EpisodeError.NONE
+        if error not in (EpisodeError.NONE,):
+            transcript.append(EventKind.ERROR, f"Episode ended: {reason}", {"error": error.name})
+        transcript.append(EventKind.EPISODE_END, f"Episode {'succeeded' if success else 'failed'}: {reason}",
+                          {"success": success, "error": error.name, "steps_taken": executed})
+        transcript.end({"success": success, "error": error.name, "reason": reason, "steps_taken": executed})
+        return EpisodeResult(success, error, reason, executed, tuple(steps))
+
+
+def _categories(items: Sequence[SceneItem]) -> dict[str, str]:
+    return {i.name: i.category for i in items}

@@ -1,0 +1,64 @@
+"""What the planner needs from the rest of the graph, as Protocols over plain data (no rclpy)."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class SkillOption:
+    """An admissible skill instance with its affordance in [0, 1]."""
+
+    skill: str
+    args: tuple[str, ...]
+    affordance: float
+
+
+@dataclass(frozen=True)
+class SkillResult:
+    """Outcome of one executed skill; `error_name` is an ExecuteSkill error code name."""
+
+    error_code: int
+    error_name: str
+    message: str
+    failed_precondition: str
+    start_s: float  # seconds since the epoch
+    end_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == 0
+
+
+@dataclass(frozen=True)
+class SceneItem:
+    name: str
+    category: str
+    visible: bool = True
+
+
+@dataclass(frozen=True)
+class SuccessReport:
+    success: bool
+    confidence: float  # [0, 1]
+    explanation: str
+
+
+class PortUnavailable(Exception):
+    """A skill, perception or success service did not answer within its timeout."""
+
+
+class SkillsPort(Protocol):
+    def affordances(self) -> list[SkillOption]: ...
+
+    def execute(self, skill: str, args: Sequence[str], cancel: threading.Event) -> SkillResult: ...
+
+
+class ScenePort(Protocol):
+    def describe(self) -> list[SceneItem]: ...
+
+
+class SuccessPort(Protocol):
+    def detect(self, skill: str, args: Sequence[str], start_s: float, end_s: float) -> SuccessReport: ...

@@ -1,0 +1,201 @@
+"""The monologue transcript: append-only typed events, persisted as JSONL (no rclpy)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+
+class EventKind(IntEnum):
+    """Event kinds; must match monologue_interfaces/msg/TranscriptEvent KIND_* (checked by a test)."""
+
+    HUMAN_INSTRUCTION = 0
+    ROBOT_ACTION = 1
+    ROBOT_THOUGHT = 2
+    SCENE_OBJECTS = 3
+    SCENE_PROGRESS = 4
+    SUCCESS = 5
+    ROBOT_QUESTION = 6
+    HUMAN_ANSWER = 7
+    HUMAN_INTERJECTION = 8
+    ERROR = 9
+    EPISODE_END = 10
+
+
+# Kinds that are part of the LLM prompt. ERROR and EPISODE_END are for people and logs only.
+PROMPT_KINDS = frozenset(set(EventKind) - {EventKind.ERROR, EventKind.EPISODE_END})
+
+
+@dataclass(frozen=True)
+class Event:
+    episode_id: str
+    index: int
+    kind: EventKind
+    text: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    stamp: float = 0.0  # seconds since the epoch
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "record": "event",
+            "episode_id": self.episode_id,
+            "index": self.index,
+            "kind": self.kind.name,
+            "text": self.text,
+            "data": dict(self.data),
+            "stamp": self.stamp,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Event:
+        return cls(
+            episode_id=str(obj["episode_id"]),
+            index=int(obj["index"]),
+            kind=EventKind[str(obj["kind"])],
+            text=str(obj["text"]),
+            data=dict(obj.get("data", {})),
+            stamp=float(obj.get("stamp", 0.0)),
+        )
+
+
+Listener = Callable[[Event], None]
+
+
+class Transcript:
+    """Append-only list of events for one episode; every append is flushed to `path` first.
+
+    File layout (JSONL): one header record, one record per event, and an end record when the
+    episode finished. A file without an end record belongs to an interrupted episode.
+    """
+
+    def __init__(
+        self,
+        episode_id: str | None = None,
+        path: Path | None = None,
+        header: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.time,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.episode_id = episode_id or new_episode_id()
+        self.path = path
+        self._clock = clock
+        self._events: list[Event] = []
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+        self._log = logger or logging.getLogger("transcript")
+        self._ended = False
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            record = {"record": "header", "episode_id": self.episode_id, "stamp": clock()}
+            record.update(dict(header or {}))
+            self._write(record)
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        with self._lock:
+            return tuple(self._events)
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def append(self, kind: EventKind, text: str, data: Mapping[str, Any] | None = None) -> Event:
+        """Append one event, persist it, then notify listeners (their errors are logged, not raised)."""
+        if "\x00" in text:
+            raise ValueError("transcript text must not contain NUL bytes")
+        with self._lock:
+            if self._ended:
+                raise RuntimeError(f"episode {self.episode_id} has ended")
+            event = Event(self.episode_id, len(self._events), kind, text, dict(data or {}), self._clock())
+            self._events.append(event)
+            self._write(event.to_json())
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not lose the episode
+                self._log.exception("transcript listener failed")
+        return event
+
+    def end(self, summary: Mapping[str, Any]) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+            record = {"record": "end", "episode_id": self.episode_id, "stamp": self._clock()}
+            record.update(dict(summary))
+            self._write(record)
+
+    def prompt_lines(self, kinds: Iterable[EventKind] = PROMPT_KINDS) -> list[str]:
+        wanted = set(kinds)
+        return [e.text for e in self.events if e.kind in wanted and e.text]
+
+    def texts(self, kind: EventKind) -> list[str]:
+        return [e.text for e in self.events if e.kind == kind]
+
+    def _write(self, record: Mapping[str, Any]) -> None:
+        if self.path is None:
+            return
+        line = json.dumps(record, ensure_ascii=False)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+@dataclass(frozen=True)
+class StoredEpisode:
+    path: Path
+    header: Mapping[str, Any]
+    events: tuple[Event, ...]
+    end: Mapping[str, Any] | None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.end is None
+
+
+def load_episode(path: Path) -> StoredEpisode:
+    """Read a transcript file; a truncated last line (crash mid-write) is ignored."""
+    header: dict[str, Any] = {}
+    events: list[Event] = []
+    end: dict[str, Any] | None = None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            rec = obj.get("record")
+            if rec == "header":
+                header = obj
+            elif rec == "event":
+                events.append(Event.from_json(obj))
+            elif rec == "end":
+                end = obj
+    return StoredEpisode(path, header, tuple(events), end)
+
+
+def find_interrupted(directory: Path) -> list[StoredEpisode]:
+    """Episodes under `directory` whose files have no end record."""
+    if not directory.is_dir():
+        return []
+    out = []
+    for p in sorted(directory.glob("*.jsonl")):
+        ep = load_episode(p)
+        if ep.interrupted:
+            out.append(ep)
+    return out
+
+
+def new_episode_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]

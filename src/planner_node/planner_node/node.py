@@ -1,0 +1,235 @@
+"""planner_node: serves ExecuteInstruction with the Inner Monologue loop (rclpy adapter only)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from monologue_interfaces.action import ExecuteInstruction
+from monologue_interfaces.msg import SkillScore, StepScores, TranscriptEvent
+
+from .core.llm.base import LLMBackend
+from .core.llm.factory import make_backend
+from .core.monologue import EpisodeOptions, InnerMonologue, StepRecord
+from .core.prompts import load_profile
+from .core.transcript import Event, Transcript, find_interrupted, new_episode_id
+from .ros_ports import RosScenePort, RosSkillsPort, RosSuccessPort, to_time
+
+TRANSCRIPT_QOS = QoSProfile(
+    depth=1000,  # late joiners get the current episode's events
+    history=HistoryPolicy.KEEP_LAST,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    reliability=ReliabilityPolicy.RELIABLE,
+)
+STRATEGIES = ("inner_monologue", "saycan")
+LLM_KEYS = {
+    "backend": "llama_cpp", "model_path": "", "n_ctx": 4096, "n_threads": 0, "seed": 0,
+    "base_url": "http://127.0.0.1:8080/v1", "model": "gemma-3-270m", "api_key_env": "OPENAI_API_KEY",
+    "timeout_s": 60.0, "max_retries": 3, "backoff_s": 1.0, "generation_api": "completions",
+    "scoring": "echo_logprobs", "cassette_path": "", "cassette_mode": "off",
+}
+
+
+class PlannerNode(Node):
+    def __init__(self) -> None:
+        super().__init__("planner")
+        d = self.declare_parameter
+        d("strategy", "inner_monologue")
+        d("prompt_dir", "")
+        d("prompt_profile", "im_sim_object_success")
+        d("max_steps", 15)
+        d("feedback.object", True)
+        d("feedback.success", True)
+        d("use_affordances", True)
+        d("scoring.normalization", "sum")
+        d("transcript_dir", "~/.ros/monologue/transcripts")
+        d("timeouts.service", 10.0)  # s, for services and goal acceptance
+        d("timeouts.skill", 120.0)  # s, for one skill to finish
+        for k, v in LLM_KEYS.items():
+            d(f"llm.{k}", v)
+
+        self._validate()
+        prompt_dir = Path(os.path.expanduser(str(self._p("prompt_dir"))))
+        self.profile = load_profile(prompt_dir, str(self._p("prompt_profile")))
+        self.prompt_dir = prompt_dir
+        self.transcript_dir = Path(os.path.expanduser(str(self._p("transcript_dir"))))
+        self.transcript_dir.mkdir(parents=True, exist_ok=True)
+        for ep in find_interrupted(self.transcript_dir):
+            self.get_logger().warning(
+                f"interrupted episode {ep.header.get('episode_id', '?')} "
+                f"({len(ep.events)} events) in {ep.path}; it was not finished")
+
+        llm_cfg = {k: self._p(f"llm.{k}") for k in LLM_KEYS}
+        self.get_logger().info(f"LLM backend {llm_cfg['backend']} loading ...")
+        self.llm: LLMBackend = make_backend(llm_cfg, logging.getLogger("planner.llm"))
+        self.get_logger().info(f"LLM backend {self.llm.name} ready; prompt profile {self.profile.name}")
+
+        ports = ReentrantCallbackGroup()
+        svc_t, skill_t = float(self._p("timeouts.service")), float(self._p("timeouts.skill"))
+        self.skills = RosSkillsPort(self, ports, svc_t, skill_t)
+        self.scene = RosScenePort(self, ports, svc_t)
+        self.success = RosSuccessPort(self, ports, svc_t)
+
+        self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT_QOS)
+        self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
+        self._busy = threading.Lock()
+        self._episode_id = ""
+        self._action = ActionServer(
+            self, ExecuteInstruction, "execute_instruction",
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            cancel_callback=lambda _gh: CancelResponse.ACCEPT,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
+
+    def _p(self, name: str) -> Any:
+        return self.get_parameter(name).value
+
+    def _validate(self) -> None:
+        if self._p("strategy") not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {self._p('strategy')!r}")
+        if not str(self._p("prompt_dir")):
+            raise ValueError("prompt_dir must name the directory of prompt profiles (config/prompts)")
+        if int(self._p("max_steps")) < 1:
+            raise ValueError("max_steps must be >= 1")
+        if self._p("scoring.normalization") not in ("sum", "mean", "softmax"):
+            raise ValueError("scoring.normalization must be sum, mean or softmax")
+        for k in ("timeouts.service", "timeouts.skill", "llm.timeout_s"):
+            if float(self._p(k)) <= 0:
+                raise ValueError(f"{k} must be > 0 s")
+
+    def _on_goal(self, goal: Any) -> GoalResponse:
+        if self._busy.locked():
+            self.get_logger().warning("rejecting a new instruction: an episode is running")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _options(self, g: Any) -> tuple[EpisodeOptions, str]:
+        def opt(value: int, param: str) -> bool:
+            if value == ExecuteInstruction.Goal.OPTION_ON:
+                return True
+            if value == ExecuteInstruction.Goal.OPTION_OFF:
+                return False
+            return bool(self._p(param))
+
+        strategy = g.strategy or str(self._p("strategy"))
+        options = EpisodeOptions(
+            object_feedback=opt(g.object_feedback, "feedback.object"),
+            success_feedback=opt(g.success_feedback, "feedback.success"),
+            use_affordances=opt(g.use_affordances, "use_affordances"),
+            max_steps=int(g.max_steps) if g.max_steps > 0 else int(self._p("max_steps")),
+            normalization=str(self._p("scoring.normalization")),
+        )
+        return options, strategy
+
+    def _execute(self, goal: ServerGoalHandle) -> ExecuteInstruction.Result:
+        with self._busy:
+            return self._run_episode(goal)
+
+    def _run_episode(self, goal: ServerGoalHandle) -> ExecuteInstruction.Result:
+        g: Any = goal.request
+        options, strategy = self._options(g)
+        profile = self.profile
+        if g.prompt_profile and g.prompt_profile != profile.name:
+            profile = load_profile(self.prompt_dir, g.prompt_profile)
+        episode_id = new_episode_id()
+        path = self.transcript_dir / f"{episode_id}.jsonl"
+        transcript = Transcript(episode_id, path, header={
+            "instruction": g.instruction, "strategy": strategy, "prompt_profile": profile.name,
+            "options": options.__dict__, "llm": self.llm.name,
+        }, logger=logging.getLogger("planner.transcript"))
+
+        def publish(event: Event) -> None:
+            msg = event_to_msg(event)
+            self._transcript_pub.publish(msg)
+            fb = ExecuteInstruction.Feedback()
+            fb.event = msg
+            goal.publish_feedback(fb)
+            self.get_logger().info(f"[{event.kind.name}] {event.text}")
+
+        transcript.add_listener(publish)
+        cancel = threading.Event()
+        stop_watch = threading.Event()
+
+        def watch_cancel() -> None:
+            while not stop_watch.wait(0.05):
+                if goal.is_cancel_requested:
+                    cancel.set()
+                    return
+
+        threading.Thread(target=watch_cancel, daemon=True).start()
+        monologue = InnerMonologue(self.llm, self.skills, self.scene, self.success, profile,
+                                   logging.getLogger("planner.monologue"),
+                                   on_step=lambda r: self._publish_scores(episode_id, r))
+        if strategy == "saycan":
+            options = EpisodeOptions(False, False, options.use_affordances, options.max_steps,
+                                     options.normalization)
+        try:
+            result = monologue.run(g.instruction, options, transcript, cancel)
+        finally:
+            stop_watch.set()
+        out = ExecuteInstruction.Result()
+        out.success = result.success
+        out.error_code = int(result.error)
+        out.reason = result.reason
+        out.steps_taken = result.steps_taken
+        out.transcript = [event_to_msg(e) for e in transcript.events]
+        out.transcript_path = str(path)
+        if result.error.name == "CANCELED" and goal.is_cancel_requested:
+            goal.canceled()
+        elif result.success:
+            goal.succeed()
+        else:
+            goal.abort()
+        self.get_logger().info(f"episode {episode_id}: {result.error.name}: {result.reason}")
+        return out
+
+    def _publish_scores(self, episode_id: str, r: StepRecord) -> None:
+        msg = StepScores(episode_id=episode_id, step=r.step, normalization=r.normalization, chosen=r.chosen.text)
+        msg.stamp = self.get_clock().now().to_msg()
+        msg.scores = [
+            SkillScore(candidate=c.text, llm_score=float(c.llm_score), llm_logprob=float(c.llm_logprob),
+                       affordance=float(c.affordance), combined=float(c.combined))
+            for c in r.candidates
+        ]
+        self._scores_pub.publish(msg)
+
+    def destroy_node(self) -> None:
+        try:
+            self.llm.close()
+        finally:
+            super().destroy_node()
+
+
+def event_to_msg(e: Event) -> TranscriptEvent:
+    return TranscriptEvent(episode_id=e.episode_id, index=e.index, kind=int(e.kind), text=e.text,
+                           data_json=json.dumps(dict(e.data), ensure_ascii=False), stamp=to_time(e.stamp))
+
+
+def main(args: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    rclpy.init(args=args)
+    node: PlannerNode | None = None
+    try:
+        node = PlannerNode()
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()

@@ -1,0 +1,119 @@
+"""The planner's ports implemented with rclpy clients. Every wait has a timeout."""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from builtin_interfaces.msg import Time
+from rclpy.action import ActionClient
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
+from rclpy.task import Future
+
+from monologue_interfaces.action import ExecuteSkill
+from monologue_interfaces.srv import DescribeScene, DetectSuccess, GetAffordances
+
+from .core.ports import PortUnavailable, SceneItem, SkillOption, SkillResult, SuccessReport
+
+_ERROR_NAMES = {
+    getattr(ExecuteSkill.Result, n): n
+    for n in dir(ExecuteSkill.Result)
+    if n.isupper() and isinstance(getattr(ExecuteSkill.Result, n), int)
+}
+
+
+def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.Event | None = None) -> Any:
+    """Block the calling (non-executor) thread until `future` is done; raise PortUnavailable on timeout."""
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    deadline = time.monotonic() + timeout_s
+    while not done.wait(0.05):
+        if cancel is not None and cancel.is_set():
+            return None
+        if time.monotonic() > deadline:
+            future.cancel()
+            raise PortUnavailable(f"{what} did not answer within {timeout_s:.1f} s")
+    exc = future.exception()
+    if exc is not None:
+        raise PortUnavailable(f"{what} failed: {exc}") from exc
+    return future.result()
+
+
+def to_time(t: float) -> Time:
+    sec = int(t)
+    return Time(sec=sec, nanosec=int((t - sec) * 1e9))
+
+
+class RosSkillsPort:
+    def __init__(self, node: Node, group: CallbackGroup, service_timeout_s: float, skill_timeout_s: float) -> None:
+        self._node = node
+        self._aff = node.create_client(GetAffordances, "get_affordances", callback_group=group)
+        self._action = ActionClient(node, ExecuteSkill, "execute_skill", callback_group=group)
+        self._service_timeout = service_timeout_s
+        self._skill_timeout = skill_timeout_s
+
+    def affordances(self) -> list[SkillOption]:
+        if not self._aff.wait_for_service(timeout_sec=self._service_timeout):
+            raise PortUnavailable(f"get_affordances unavailable after {self._service_timeout:.1f} s")
+        res = wait_future(self._aff.call_async(GetAffordances.Request()), self._service_timeout, "get_affordances")
+        if not res.success:
+            raise PortUnavailable(f"get_affordances failed: {res.message}")
+        return [SkillOption(s.skill, tuple(s.args), float(s.affordance)) for s in res.skills]
+
+    def execute(self, skill: str, args: Sequence[str], cancel: threading.Event) -> SkillResult:
+        start = time.time()
+        if not self._action.wait_for_server(timeout_sec=self._service_timeout):
+            raise PortUnavailable(f"execute_skill unavailable after {self._service_timeout:.1f} s")
+        goal = ExecuteSkill.Goal(skill=skill, args=list(args))
+        handle = wait_future(self._action.send_goal_async(goal), self._service_timeout, "execute_skill goal")
+        if handle is None or not handle.accepted:
+            raise PortUnavailable("execute_skill rejected the goal")
+        result_future = handle.get_result_async()
+        try:
+            wrapped = wait_future(result_future, self._skill_timeout, f"skill {skill}", cancel)
+        except PortUnavailable:
+            handle.cancel_goal_async()
+            return SkillResult(ExecuteSkill.Result.TIMEOUT, "TIMEOUT",
+                               f"no result within {self._skill_timeout:.1f} s; cancel sent", "", start, time.time())
+        if wrapped is None:  # the episode was cancelled: cancel the skill and wait briefly for it to stop
+            wait_future(handle.cancel_goal_async(), self._service_timeout, "skill cancel")
+            try:
+                wait_future(result_future, self._service_timeout, "cancelled skill")
+            except PortUnavailable:
+                pass
+            return SkillResult(ExecuteSkill.Result.CANCELED, "CANCELED", "cancelled", "", start, time.time())
+        r = wrapped.result
+        code = int(r.error_code)
+        return SkillResult(code, _ERROR_NAMES.get(code, str(code)), r.error_msg, r.failed_precondition,
+                           start, time.time())
+
+
+class RosScenePort:
+    def __init__(self, node: Node, group: CallbackGroup, timeout_s: float) -> None:
+        self._client = node.create_client(DescribeScene, "describe_scene", callback_group=group)
+        self._timeout = timeout_s
+
+    def describe(self) -> list[SceneItem]:
+        if not self._client.wait_for_service(timeout_sec=self._timeout):
+            raise PortUnavailable(f"describe_scene unavailable after {self._timeout:.1f} s")
+        res = wait_future(self._client.call_async(DescribeScene.Request(refresh=True)), self._timeout,
+                          "describe_scene")
+        if not res.success:
+            raise PortUnavailable(f"describe_scene failed: {res.message}")
+        return [SceneItem(o.name, o.category, bool(o.visible)) for o in res.scene.objects]
+
+
+class RosSuccessPort:
+    def __init__(self, node: Node, group: CallbackGroup, timeout_s: float) -> None:
+        self._client = node.create_client(DetectSuccess, "detect_success", callback_group=group)
+        self._timeout = timeout_s
+
+    def detect(self, skill: str, args: Sequence[str], start_s: float, end_s: float) -> SuccessReport:
+        if not self._client.wait_for_service(timeout_sec=self._timeout):
+            raise PortUnavailable(f"detect_success unavailable after {self._timeout:.1f} s")
+        req = DetectSuccess.Request(skill=skill, args=list(args), skill_start=to_time(start_s),
+                                    skill_end=to_time(end_s))
+        res = wait_future(self._client.call_async(req), self._timeout, "detect_success")
+        return SuccessReport(bool(res.success), float(res.confidence), res.explanation)

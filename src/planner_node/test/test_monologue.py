@@ -1,0 +1,121 @@
+"""The Inner Monologue loop over the kinematic tabletop with a scripted scorer (no ROS, no LLM)."""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from planner_node.core.llm.base import LLMUnavailableError
+from planner_node.core.monologue import DONE_AFFORDANCE, EpisodeError, EpisodeOptions, InnerMonologue
+from planner_node.core.prompts import load_profile
+from planner_node.core.transcript import EventKind, Transcript, load_episode
+from skills_node.core.tabletop import SceneSpec, TabletopWorld
+from skills_node.core.tasks import matching_bowls_done
+
+PROFILE = load_profile(Path(__file__).resolve().parents[3] / "config" / "prompts", "im_sim_object_success")
+
+
+def matching_picker(cands: Sequence[str], prompt: str) -> int:
+    """An oracle-ish policy: the first matching-bowl action not yet reported successful, else done."""
+    done_lines = prompt.split("Human: Put the blocks in their matching bowls.")[-1]
+    for i, c in enumerate(cands):
+        words = c.split()
+        if "bowl." in c and words[4] == words[-2] and c + "\nSuccess: True" not in done_lines:
+            return i
+    return len(cands) - 1
+
+
+@pytest.fixture
+def make(scripted, world_ports):  # type: ignore[no-untyped-def]
+    def _make(world: TabletopWorld, pick=matching_picker, **kw):  # type: ignore[no-untyped-def]
+        return _build(scripted, world_ports, world, pick, **kw)
+    return _make
+
+
+def _build(scripted, world_ports, world, pick, **kw):  # type: ignore[no-untyped-def]
+    ports = world_ports(world)
+    llm = scripted(pick)
+    steps = []
+    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append, **kw)
+    return im, ports, llm, steps
+
+
+def test_matching_bowls_episode(tmp_path: Path, make) -> None:
+    world = TabletopWorld.random(4, num_blocks=3, num_bowls=3, matching_bowls=True)
+    im, ports, llm, steps = make(world)
+    t = Transcript("e", tmp_path / "e.jsonl")
+    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(), t)
+    assert res.error == EpisodeError.NONE and res.success and res.steps_taken == 3
+    assert matching_bowls_done(world.snapshot())
+    kinds = [e.kind for e in t.events]
+    assert kinds[:2] == [EventKind.SCENE_OBJECTS, EventKind.HUMAN_INSTRUCTION]
+    assert t.texts(EventKind.SUCCESS) == ["Success: True"] * 3
+    assert t.events[-2].text == "Robot thought: None." and kinds[-1] == EventKind.EPISODE_END
+    assert t.events[0].text.startswith("Scene: There is a ")
+    # the prompt grows with the transcript and starts with the few-shot preamble
+    assert llm.prompts[0].startswith(PROFILE.preamble)
+    assert llm.prompts[1].startswith(llm.prompts[0])
+    # the score table has the done line with SayCan's 0.1 affordance
+    done = [c for c in steps[0].candidates if c.option is None][0]
+    assert done.affordance == DONE_AFFORDANCE
+    assert not load_episode(tmp_path / "e.jsonl").interrupted
+
+
+def test_failed_pick_is_reported_and_retried(make) -> None:
+    world = TabletopWorld.from_spec(SceneSpec(("purple",), ("purple",), heavy_blocks=("purple",)), seed=2)
+    im, ports, _, _ = make(world)
+    t = Transcript("e")
+    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(max_steps=3), t)
+    assert res.error == EpisodeError.MAX_STEPS_REACHED and res.steps_taken == 3
+    assert t.texts(EventKind.SUCCESS) == ["Success: False"] * 3
+    assert any("EXECUTION_FAILED" in e.text for e in t.events if e.kind == EventKind.ERROR)
+    # ERROR events never reach the prompt
+    assert all("Skill error" not in line for line in t.prompt_lines())
+
+
+def test_open_loop_variant_has_no_success_lines(make) -> None:
+    world = TabletopWorld.random(1, num_blocks=2, num_bowls=2, matching_bowls=True)
+    im, _, _, _ = make(world, pick=lambda c, p: 0 if "Robot action" in c[0] and "Success" not in p[-200:] else len(c) - 1)
+    t = Transcript("e")
+    im.run("Put the blocks in their matching bowls.", EpisodeOptions(success_feedback=False, max_steps=2), t)
+    assert t.texts(EventKind.SUCCESS) == []
+
+
+def test_no_value_function_offers_unaffordable_skills(make) -> None:
+    world = TabletopWorld.random(1, num_blocks=2, num_bowls=2, matching_bowls=True)
+    _, _, _, steps_vf = (x := make(world))
+    x[0].run("Stack the blocks.", EpisodeOptions(max_steps=1), Transcript("a"))
+    im2, _, _, steps_novf = make(TabletopWorld.random(1, num_blocks=2, num_bowls=2, matching_bowls=True))
+    im2.run("Stack the blocks.", EpisodeOptions(max_steps=1, use_affordances=False), Transcript("b"))
+    assert all(c.affordance == 1.0 for c in steps_novf[0].candidates)
+
+
+def test_llm_failure_ends_episode_cleanly(make) -> None:
+    world = TabletopWorld.random(1)
+
+    def boom(c: Sequence[str], p: str) -> int:
+        raise LLMUnavailableError("server down after 3 retries")
+
+    im, ports, _, _ = make(world, pick=boom)
+    t = Transcript("e")
+    res = im.run("Stack the blocks.", EpisodeOptions(), t)
+    assert res.error == EpisodeError.LLM_FAILED and "server down" in res.reason
+    assert ports.executed == []
+    assert t.events[-1].kind == EventKind.EPISODE_END
+
+
+def test_cancel_before_first_step(make) -> None:
+    im, ports, _, _ = make(TabletopWorld.random(1))
+    cancel = threading.Event()
+    cancel.set()
+    res = im.run("Stack the blocks.", EpisodeOptions(), Transcript("e"), cancel)
+    assert res.error == EpisodeError.CANCELED and ports.executed == []
+
+
+def test_empty_instruction_is_invalid(make) -> None:
+    im, _, _, _ = make(TabletopWorld.random(1))
+    assert im.run("   ", EpisodeOptions(), Transcript("e")).error == EpisodeError.INVALID_GOAL
+    assert im.run("x", EpisodeOptions(max_steps=0), Transcript("f")).error == EpisodeError.INVALID_GOAL

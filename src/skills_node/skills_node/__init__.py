@@ -1,0 +1,1 @@
+"""skills_node."""

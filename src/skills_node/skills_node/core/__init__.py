@@ -1,0 +1,1 @@
+"""ROS-free skill logic: the tabletop world, skill backends and affordances."""

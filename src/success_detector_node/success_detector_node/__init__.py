@@ -1,0 +1,1 @@
+"""success_detector_node."""

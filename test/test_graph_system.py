@@ -1,0 +1,88 @@
+"""The real graph: four processes over DDS with the embedded LLM (Gemma 3 270M via llama.cpp)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import rclpy
+from rclpy.action import get_action_client_names_and_types_by_node, get_action_server_names_and_types_by_node
+
+from monologue_bringup.demo import run_episode, world_states
+from skills_node.core.tasks import matching_bowls_done
+
+pytestmark = [pytest.mark.system, pytest.mark.slow]
+
+EXPECTED = {
+    "skills": {"actions": {"/execute_skill"}, "services": {"/get_affordances"}},
+    "perception": {"actions": set(), "services": {"/describe_scene"}},
+    "success_detector": {"actions": set(), "services": {"/detect_success"}},
+    "planner": {"actions": {"/execute_instruction"}, "services": set()},
+}
+
+
+def _wait_graph(node: rclpy.node.Node, timeout_s: float) -> dict[str, dict[str, set[str]]]:
+    deadline = time.monotonic() + timeout_s
+    seen: dict[str, dict[str, set[str]]] = {}
+    while time.monotonic() < deadline:
+        names = {n for n, _ns in node.get_node_names_and_namespaces()}
+        seen = {}
+        for name in EXPECTED:
+            if name not in names:
+                continue
+            seen[name] = {
+                "actions": {a for a, _t in get_action_server_names_and_types_by_node(node, name, "/")},
+                "services": {s for s, _t in node.get_service_names_and_types_by_node(name, "/")},
+                "action_clients": {a for a, _t in get_action_client_names_and_types_by_node(node, name, "/")},
+                "topics": {t for t, _t in node.get_publisher_names_and_types_by_node(name, "/")},
+            }
+        if all(n in seen and EXPECTED[n]["actions"] <= seen[n]["actions"]
+               and EXPECTED[n]["services"] <= seen[n]["services"] for n in EXPECTED):
+            return seen
+        time.sleep(0.5)
+    return seen
+
+
+def test_graph_has_expected_nodes_actions_services(sim_graph) -> None:  # type: ignore[no-untyped-def]
+    sup, log, _ = sim_graph
+    rclpy.init()
+    node = rclpy.create_node("graph_probe")
+    try:
+        seen = _wait_graph(node, 120.0)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+    for name, want in EXPECTED.items():
+        assert name in seen, f"node {name} not in the graph\n{log.text()[-3000:]}"
+        assert want["actions"] <= seen[name]["actions"], (name, seen[name])
+        assert want["services"] <= seen[name]["services"], (name, seen[name])
+    assert "/execute_skill" in seen["planner"]["action_clients"]
+    assert {"/monologue/transcript", "/monologue/step_scores"} <= seen["planner"]["topics"]
+    assert "/scene/description" in seen["perception"]["topics"]
+    assert "/sim/ground_truth" in seen["skills"]["topics"]
+    # four separate OS processes
+    assert len({p.pid for p in sup.procs.values()}) == 4 and not sup.dead()
+
+
+def test_matching_bowls_episode_with_embedded_llm(sim_graph) -> None:  # type: ignore[no-untyped-def]
+    sup, log, transcripts = sim_graph
+    events = []
+    result, objects = run_episode("Put the blocks in their matching bowls.", timeout_s=600.0,
+                                  print_event=events.append)
+    text = "\n".join(e.text for e in result.transcript)
+    assert result.success, f"{result.reason}\n{text}\n{log.text()[-4000:]}"
+    assert matching_bowls_done(world_states(objects)), text
+    lines = [e.text for e in result.transcript]
+    assert lines[0].startswith("Scene: There is a ")
+    assert lines[1] == "Human: Put the blocks in their matching bowls."
+    assert "Success: True" in lines
+    assert "Robot thought: None." in lines
+    actions = [e for e in result.transcript if e.text.startswith("Robot action: ")]
+    assert len(actions) == result.steps_taken >= 2
+    # every event reached the client as live feedback, in order
+    assert [e.index for e in events] == list(range(len(result.transcript)))
+    # the transcript was persisted as JSONL with an end record
+    records = [json.loads(line) for line in open(result.transcript_path, encoding="utf-8")]
+    assert records[0]["record"] == "header" and records[-1]["record"] == "end"
+    assert [r["text"] for r in records if r["record"] == "event"] == lines
+    assert not sup.dead()
