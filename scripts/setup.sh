@@ -3,9 +3,11 @@
 #
 # A fresh machine runs `bash scripts/setup.sh` (or `make setup`); `make demo`,
 # `make test` and `make build` run it every time. When nothing changed, a
-# repeat run takes a few seconds: the pip phase is skipped when a stamp holding
-# the hash of requirements/*.txt matches, and the colcon phase is skipped when
-# nothing under src/ (nor the build configuration) changed since the last build.
+# repeat run takes about a second: the pip phase is skipped when a stamp holding
+# the hash of the requirement files matches, and colcon only rebuilds the
+# packages whose files changed (src/<pkg>/, plus launch/ and config/ for
+# monologue_bringup), or everything when the requirements or the build
+# configuration changed. Phase timings are printed at the end.
 #
 # Two ways to get ROS 2 Jazzy:
 #
@@ -44,9 +46,12 @@
 #                                there replaces colcon_defaults.yaml's, which holds
 #                                -DCMAKE_PROJECT_INCLUDE=cmake/ros_wheels_fixup.cmake)
 #
-# pip's wheel cache (~/.cache/pip) is what makes llama-cpp-python cheap after
-# its first from-source compile (about 5-7 min on 2 cores); this script never
-# passes --no-cache-dir / --no-binary / --force-reinstall, so keep it that way.
+# pip's wheel cache (~/.cache/pip/wheels) is what makes llama-cpp-python cheap
+# after its first from-source compile (5-7 min on 2 idle cores, ~15 min on a
+# busy machine); this script never passes --no-cache-dir / --no-binary /
+# --force-reinstall, so keep it that way. llama.cpp is built with its defaults
+# (GGML_NATIVE=ON, i.e. tuned to this CPU): the cache is per machine, and
+# CMAKE_ARGS would not be part of pip's cache key anyway.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -219,7 +224,9 @@ if [ "$MODE" = "system" ]; then
 else
   REQ_FILES=("$REQ/bootstrap.txt" "$REQ/ros-jazzy.txt" "$REQ/runtime.txt" "$REQ/dev.txt")
   CONSTRAINTS=()
-  [ -f "$REQ/lock.txt" ] && CONSTRAINTS=(-c "$REQ/lock.txt")
+  # --write-lock re-resolves without the old lock (a changed top-level pin would
+  # conflict with it); pip keeps installed versions that still satisfy.
+  if [ -f "$REQ/lock.txt" ] && [ "$WRITE_LOCK" != 1 ]; then CONSTRAINTS=(-c "$REQ/lock.txt"); fi
 fi
 for f in "${REQ_FILES[@]}"; do [ -f "$f" ] || die "missing $f"; done
 
@@ -236,7 +243,8 @@ compute_req_hash() {
 req_hash="$(compute_req_hash)"
 
 phase_begin "pip install"
-if [ "${MONOLOGUE_FORCE_PIP:-0}" != "1" ] && [ -f "$PIP_STAMP" ] && [ "$(cat "$PIP_STAMP")" = "$req_hash" ]; then
+if [ "${MONOLOGUE_FORCE_PIP:-0}" != "1" ] && [ "$WRITE_LOCK" != 1 ] &&
+   [ -f "$PIP_STAMP" ] && [ "$(cat "$PIP_STAMP")" = "$req_hash" ]; then
   phase_end "(skipped: requirements unchanged)"
 else
   rm -f "$PIP_STAMP"
@@ -327,7 +335,9 @@ global_hash() {
     echo "mode=$MODE req=$req_hash args=${MONOLOGUE_COLCON_ARGS:-}"
     local name
     for name in $(printf '%s\n' "${!PKG_DIR[@]}" | LC_ALL=C sort); do echo "pkg $name ${PKG_DIR[$name]}"; done
-    cat colcon_defaults.yaml "$FIXUP_CMAKE" "${BASH_SOURCE[0]}" 2>/dev/null || true
+    # Bump when the way this script builds changes, to force one full rebuild.
+    echo "build-logic=1"
+    cat colcon_defaults.yaml "$FIXUP_CMAKE" 2>/dev/null || true
   } | sha256_of_stdin
 }
 

@@ -18,7 +18,7 @@ def ros_domain() -> Iterator[int]:
     domain = random.Random(os.getpid()).randrange(100, 200)
     old = os.environ.get("ROS_DOMAIN_ID")
     os.environ["ROS_DOMAIN_ID"] = str(domain)
-    os.environ.setdefault("ROS_LOCALHOST_ONLY", "0")
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     yield domain
     if old is None:
         os.environ.pop("ROS_DOMAIN_ID", None)

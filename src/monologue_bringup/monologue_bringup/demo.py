@@ -1,7 +1,10 @@
 """`monologue-demo`: bring up the simulated graph with the embedded LLM, run one instruction on a
 random scene, print the monologue live, and exit 0 if the world ends up as asked.
 
-    monologue-demo [seed:=N] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
+    monologue-demo [seed:=N] [blocks:=2|3|4] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
+
+The scene (its seed, and 2 or 3 blocks unless `blocks` is given) is random and printed, so a run can
+be repeated with `seed:=N blocks:=M`.
 """
 from __future__ import annotations
 
@@ -43,6 +46,12 @@ def run_episode(
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     truth: list[Any] = []
+    received: list[int] = []
+
+    def on_feedback(fb: Any) -> None:
+        received.append(fb.feedback.event.index)
+        print_event(fb.feedback.event)
+
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
     node.create_subscription(SceneDescription, "sim/ground_truth", lambda m: truth.append(m), latched)
@@ -51,7 +60,7 @@ def run_episode(
         if not client.wait_for_server(timeout_sec=ready_timeout_s):
             raise TimeoutError(f"planner's execute_instruction not available after {ready_timeout_s:.0f} s")
         goal = ExecuteInstruction.Goal(instruction=instruction)
-        send = client.send_goal_async(goal, feedback_callback=lambda fb: print_event(fb.feedback.event))
+        send = client.send_goal_async(goal, feedback_callback=on_feedback)
         executor.spin_until_future_complete(send, timeout_sec=30.0)
         handle = send.result()
         if handle is None or not handle.accepted:
@@ -64,11 +73,12 @@ def run_episode(
                 executor.spin_once(timeout_sec=1.0)
                 raise TimeoutError(f"episode did not finish within {timeout_s:.0f} s; cancelled")
             executor.spin_once(timeout_sec=0.1)
+        result = result_future.result().result
         truth.clear()
-        end = time.monotonic() + 5.0
-        while not truth and time.monotonic() < end:
+        end = time.monotonic() + 5.0  # s; feedback may still be in flight after the result
+        while (not truth or len(received) < len(result.transcript)) and time.monotonic() < end:
             executor.spin_once(timeout_sec=0.1)
-        return result_future.result().result, truth[-1].objects if truth else []
+        return result, truth[-1].objects if truth else []
     finally:
         node.destroy_node()
         if own_context:
@@ -92,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     values, rest = parse_launch_args(argv, {
         "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
-        "timeout": "600", "log_level": "warn",
+        "timeout": "600", "log_level": "warn", "blocks": "0",
     })
     if rest:
         print(f"unexpected arguments: {rest}\n{__doc__}", file=sys.stderr)
@@ -100,8 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     seed = int(values["seed"])
     if seed < 0:
         seed = random.SystemRandom().randrange(100_000)
+    blocks = int(values["blocks"]) or random.Random(seed).choice((2, 3))
+    if not 1 <= blocks <= 4:
+        print("blocks must be 1-4 (IM §4.1 scenes hold at most 4 blocks)", file=sys.stderr)
+        return 2
     transcripts = Path(os.environ.get("MONOLOGUE_RUNS_DIR", tempfile.gettempdir())) / "monologue_demo"
-    print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} scene seed={seed}")
+    print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} "
+          f"scene seed={seed} blocks={blocks}")
     print(f"== instruction: {values['instruction']}")
     lock = threading.Lock()
 
@@ -110,7 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line, flush=True)
 
     node_params = {
-        "skills": {"sim.seed": str(seed), "sim.matching_bowls": "true"},
+        "skills": {"sim.seed": str(seed), "sim.num_blocks": str(blocks),
+                   "sim.num_bowls": str(max(blocks, 3) if blocks <= 3 else 3),
+                   "sim.matching_bowls": "true" if blocks <= 3 else "false"},
         "planner": {"transcript_dir": str(transcripts)},
     }
     sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
@@ -130,7 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         codes = sup.stop()
-    done = matching_bowls_done(world_states(objects)) if objects else False
+    if values["instruction"] == DEFAULT_INSTRUCTION:
+        done = matching_bowls_done(world_states(objects)) if objects else False
+    else:  # no reward function for free-form instructions: trust the planner
+        done = bool(result.success)
     print(f"== planner: {'success' if result.success else 'failure'} ({result.reason}); "
           f"{result.steps_taken} skills in {time.monotonic() - t0:.1f} s")
     print(f"== world state satisfies the instruction: {done}")

@@ -8,23 +8,16 @@ import threading
 import time
 from typing import Any
 
-import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from monologue_common.qos import LATCHED
+from monologue_common.runtime import run_node
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene
 
 from .core.scene import OracleSceneSource, Scene, SceneObject
 
-LATCHED = QoSProfile(
-    depth=1,
-    history=HistoryPolicy.KEEP_LAST,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    reliability=ReliabilityPolicy.RELIABLE,
-)
 SOURCES = ("oracle",)
 
 
@@ -109,17 +102,4 @@ def scene_to_msg(scene: Scene, template: SceneDescription) -> SceneDescription:
 
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    node: PerceptionNode | None = None
-    try:
-        node = PerceptionNode()
-        executor = MultiThreadedExecutor(num_threads=3)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    run_node(PerceptionNode, threads=3, args=args)

@@ -8,14 +8,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from monologue_common.qos import TRANSCRIPT
+from monologue_common.runtime import run_node, to_time
 from monologue_interfaces.action import ExecuteInstruction
 from monologue_interfaces.msg import SkillScore, StepScores, TranscriptEvent
 
@@ -24,14 +23,8 @@ from .core.llm.factory import make_backend
 from .core.monologue import EpisodeOptions, InnerMonologue, StepRecord
 from .core.prompts import load_profile
 from .core.transcript import Event, Transcript, find_interrupted, new_episode_id
-from .ros_ports import RosScenePort, RosSkillsPort, RosSuccessPort, to_time
+from .ros_ports import RosScenePort, RosSkillsPort, RosSuccessPort
 
-TRANSCRIPT_QOS = QoSProfile(
-    depth=1000,  # late joiners get the current episode's events
-    history=HistoryPolicy.KEEP_LAST,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    reliability=ReliabilityPolicy.RELIABLE,
-)
 STRATEGIES = ("inner_monologue", "saycan")
 LLM_KEYS = {
     "backend": "llama_cpp", "model_path": "", "n_ctx": 4096, "n_threads": 0, "seed": 0,
@@ -71,6 +64,8 @@ class PlannerNode(Node):
                 f"({len(ep.events)} events) in {ep.path}; it was not finished")
 
         llm_cfg = {k: self._p(f"llm.{k}") for k in LLM_KEYS}
+        if llm_cfg["n_threads"] == 0:  # all cores (llama-cpp-python's own default is half of them)
+            llm_cfg["n_threads"] = os.cpu_count() or 1
         self.get_logger().info(f"LLM backend {llm_cfg['backend']} loading ...")
         self.llm: LLMBackend = make_backend(llm_cfg, logging.getLogger("planner.llm"))
         self.get_logger().info(f"LLM backend {self.llm.name} ready; prompt profile {self.profile.name}")
@@ -81,7 +76,7 @@ class PlannerNode(Node):
         self.scene = RosScenePort(self, ports, svc_t)
         self.success = RosSuccessPort(self, ports, svc_t)
 
-        self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT_QOS)
+        self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT)
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
         self._busy = threading.Lock()
         self._episode_id = ""
@@ -218,18 +213,4 @@ def event_to_msg(e: Event) -> TranscriptEvent:
 
 
 def main(args: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    rclpy.init(args=args)
-    node: PlannerNode | None = None
-    try:
-        node = PlannerNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    run_node(PlannerNode, threads=4, args=args)

@@ -6,12 +6,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from builtin_interfaces.msg import Time
 from rclpy.action import ActionClient
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 
+from monologue_common.runtime import WaitTimeout, to_time
+from monologue_common.runtime import wait_future as _wait
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.srv import DescribeScene, DetectSuccess, GetAffordances
 
@@ -25,25 +26,11 @@ _ERROR_NAMES = {
 
 
 def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.Event | None = None) -> Any:
-    """Block the calling (non-executor) thread until `future` is done; raise PortUnavailable on timeout."""
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    deadline = time.monotonic() + timeout_s
-    while not done.wait(0.05):
-        if cancel is not None and cancel.is_set():
-            return None
-        if time.monotonic() > deadline:
-            future.cancel()
-            raise PortUnavailable(f"{what} did not answer within {timeout_s:.1f} s")
-    exc = future.exception()
-    if exc is not None:
-        raise PortUnavailable(f"{what} failed: {exc}") from exc
-    return future.result()
-
-
-def to_time(t: float) -> Time:
-    sec = int(t)
-    return Time(sec=sec, nanosec=int((t - sec) * 1e9))
+    """`monologue_common.runtime.wait_future` raising the planner's PortUnavailable."""
+    try:
+        return _wait(future, timeout_s, what, cancel)
+    except (WaitTimeout, RuntimeError) as e:
+        raise PortUnavailable(str(e)) from e
 
 
 class RosSkillsPort:

@@ -6,15 +6,14 @@ import random
 import threading
 from typing import Any
 
-import rclpy
 from geometry_msgs.msg import PoseStamped, Vector3
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from monologue_common.qos import LATCHED
+from monologue_common.runtime import run_node
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import SceneDescription, SceneObject, SkillAffordance
 from monologue_interfaces.srv import GetAffordances
@@ -23,12 +22,6 @@ from .core.backend import SimBackend, SkillBackend
 from .core.tabletop import PlaceNoise, SceneSpec, TabletopWorld, random_spec
 from .core.types import ObjectState, SkillState
 
-LATCHED = QoSProfile(
-    depth=1,
-    history=HistoryPolicy.KEEP_LAST,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    reliability=ReliabilityPolicy.RELIABLE,
-)
 BACKENDS = ("sim",)
 
 
@@ -178,18 +171,4 @@ def _to_msg(s: ObjectState, header: Any) -> SceneObject:
 
 
 def main(args: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    rclpy.init(args=args)
-    node: SkillsNode | None = None
-    try:
-        node = SkillsNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    run_node(SkillsNode, threads=4, args=args)

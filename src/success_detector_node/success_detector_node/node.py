@@ -1,13 +1,10 @@
 """success_detector_node: serves DetectSuccess from the perception scene (rclpy adapter only)."""
 from __future__ import annotations
 
-import threading
-
-import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
+from monologue_common.runtime import WaitTimeout, run_node, wait_future
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
 
 from .core.detectors import SceneEntry, make_detector
@@ -38,16 +35,19 @@ class SuccessDetectorNode(Node):
             res.explanation = f"describe_scene unavailable after {self._timeout:.1f} s"
             self.get_logger().error(res.explanation)
             return res
-        future = self._scene.call_async(DescribeScene.Request(refresh=True))
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        if not done.wait(self._timeout) or future.result() is None or not future.result().success:
-            why = "timed out" if not done.is_set() else (future.result().message if future.result() else "failed")
+        try:
+            answer = wait_future(self._scene.call_async(DescribeScene.Request(refresh=True)), self._timeout,
+                                 "describe_scene")
+        except (WaitTimeout, RuntimeError) as e:
+            answer, why = None, str(e)
+        else:
+            why = answer.message
+        if answer is None or not answer.success:
             res.success, res.confidence = False, 0.0
             res.explanation = f"no scene description: {why}"
             self.get_logger().error(res.explanation)
             return res
-        scene = future.result().scene
+        scene = answer.scene
         entries = {
             o.name: SceneEntry(o.name, o.category,
                                (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
@@ -61,17 +61,4 @@ class SuccessDetectorNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    node: SuccessDetectorNode | None = None
-    try:
-        node = SuccessDetectorNode()
-        executor = MultiThreadedExecutor(num_threads=3)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    run_node(SuccessDetectorNode, threads=3, args=args)

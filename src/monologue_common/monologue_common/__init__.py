@@ -1,0 +1,1 @@
+"""Shared rclpy helpers of the Inner Monologue graph."""
