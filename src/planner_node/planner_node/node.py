@@ -16,7 +16,7 @@ from rclpy.node import Node
 from monologue_common.qos import TRANSCRIPT
 from monologue_common.runtime import run_node, to_time
 from monologue_interfaces.action import ExecuteInstruction
-from monologue_interfaces.msg import SkillScore, StepScores, TranscriptEvent
+from monologue_interfaces.msg import HumanInput, SkillScore, StepScores, TranscriptEvent
 
 from .core.llm.base import LLMBackend
 from .core.llm.factory import make_backend
@@ -44,6 +44,7 @@ class PlannerNode(Node):
         d("max_steps", 15)
         d("feedback.object", True)
         d("feedback.success", True)
+        d("feedback.human", True)
         d("use_affordances", True)
         d("scoring.normalization", "sum")
         d("transcript_dir", "~/.ros/monologue/transcripts")
@@ -79,7 +80,9 @@ class PlannerNode(Node):
         self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT)
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
         self._busy = threading.Lock()
-        self._episode_id = ""
+        self.inbox = HumanInbox()
+        self._human_sub = self.create_subscription(HumanInput, "human/input", self._on_human, 50,
+                                                   callback_group=ports)
         self._action = ActionServer(
             self, ExecuteInstruction, "execute_instruction",
             execute_callback=self._execute,
@@ -87,6 +90,13 @@ class PlannerNode(Node):
             cancel_callback=lambda _gh: CancelResponse.ACCEPT,
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
+
+    def _on_human(self, msg: HumanInput) -> None:
+        if msg.kind != HumanInput.KIND_INTERJECTION:
+            self.get_logger().warning(f"human input kind {msg.kind} is not handled yet; ignored: {msg.text!r}")
+            return
+        if not self.inbox.offer(msg.text, msg.episode_id):
+            self.get_logger().warning(f"no episode {msg.episode_id or '(running)'} is running; ignored: {msg.text!r}")
 
     def _p(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -122,6 +132,7 @@ class PlannerNode(Node):
         options = EpisodeOptions(
             object_feedback=opt(g.object_feedback, "feedback.object"),
             success_feedback=opt(g.success_feedback, "feedback.success"),
+            human_feedback=opt(g.human_feedback, "feedback.human"),
             use_affordances=opt(g.use_affordances, "use_affordances"),
             max_steps=int(g.max_steps) if g.max_steps > 0 else int(self._p("max_steps")),
             normalization=str(self._p("scoring.normalization")),
@@ -166,13 +177,16 @@ class PlannerNode(Node):
         threading.Thread(target=watch_cancel, daemon=True).start()
         monologue = InnerMonologue(self.llm, self.skills, self.scene, self.success, profile,
                                    logging.getLogger("planner.monologue"),
-                                   on_step=lambda r: self._publish_scores(episode_id, r))
+                                   on_step=lambda r: self._publish_scores(episode_id, r), human=self.inbox)
         if strategy == "saycan":
-            options = EpisodeOptions(False, False, options.use_affordances, options.max_steps,
-                                     options.normalization)
+            options = EpisodeOptions(object_feedback=False, success_feedback=False, human_feedback=False,
+                                     use_affordances=options.use_affordances, max_steps=options.max_steps,
+                                     normalization=options.normalization)
+        self.inbox.open(episode_id)
         try:
             result = monologue.run(g.instruction, options, transcript, cancel)
         finally:
+            self.inbox.close()
             stop_watch.set()
         out = ExecuteInstruction.Result()
         out.success = result.success
@@ -205,6 +219,36 @@ class PlannerNode(Node):
             self.llm.close()
         finally:
             super().destroy_node()
+
+
+class HumanInbox:
+    """Interjections for the running episode; the planner drains it at every step boundary."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._episode = ""
+        self._texts: list[str] = []
+
+    def open(self, episode_id: str) -> None:
+        with self._lock:
+            self._episode, self._texts = episode_id, []
+
+    def close(self) -> None:
+        with self._lock:
+            self._episode, self._texts = "", []
+
+    def offer(self, text: str, episode_id: str = "") -> bool:
+        """Queue `text` if an episode is running and `episode_id` is empty or names it."""
+        with self._lock:
+            if not self._episode or (episode_id and episode_id != self._episode):
+                return False
+            self._texts.append(text)
+            return True
+
+    def poll(self) -> list[str]:
+        with self._lock:
+            out, self._texts = self._texts, []
+            return out
 
 
 def event_to_msg(e: Event) -> TranscriptEvent:

@@ -119,3 +119,38 @@ def test_empty_instruction_is_invalid(make) -> None:
     im, _, _, _ = make(TabletopWorld.random(1))
     assert im.run("   ", EpisodeOptions(), Transcript("e")).error == EpisodeError.INVALID_GOAL
     assert im.run("x", EpisodeOptions(max_steps=0), Transcript("f")).error == EpisodeError.INVALID_GOAL
+
+
+class Say:
+    """A person who says `text` once, before planning step `at_step` (1-based)."""
+
+    def __init__(self, text: str, at_step: int) -> None:
+        self.text, self.at_step, self.polls = text, at_step, 0
+
+    def poll(self) -> list[str]:
+        self.polls += 1
+        return [self.text] if self.polls == self.at_step else []
+
+
+def test_interjection_enters_transcript_and_prompt_at_a_step_boundary(make) -> None:
+    world = TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True)
+    im, _, llm, _ = make(world)
+    im.human = Say("把蓝色的积木放进碗里", at_step=2)
+    t = Transcript("e")
+    im.run("Put the blocks in their matching bowls.", EpisodeOptions(), t)
+    kinds = [e.kind for e in t.events]
+    i = kinds.index(EventKind.HUMAN_INTERJECTION)
+    assert t.events[i].text == "Human: 把蓝色的积木放进碗里"
+    # after the first action and its Success line, before the second action
+    assert kinds[i - 2:i] == [EventKind.ROBOT_ACTION, EventKind.SUCCESS]
+    assert kinds[i + 1] == EventKind.ROBOT_ACTION
+    assert "Human: 把蓝色的积木放进碗里\n" in llm.prompts[1] and "把蓝色" not in llm.prompts[0]
+
+
+def test_interjection_ignored_when_human_feedback_is_off(make) -> None:
+    im, _, llm, _ = make(TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True))
+    im.human = Say("please stop", at_step=1)
+    t = Transcript("e")
+    im.run("Put the blocks in their matching bowls.", EpisodeOptions(human_feedback=False), t)
+    assert t.texts(EventKind.HUMAN_INTERJECTION) == []
+    assert all("please stop" not in p for p in llm.prompts)

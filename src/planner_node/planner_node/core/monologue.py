@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from .llm.base import LLMBackend, LLMError, normalize_scores
-from .ports import PortUnavailable, SceneItem, ScenePort, SkillOption, SkillsPort, SuccessPort
+from .ports import HumanPort, PortUnavailable, SceneItem, ScenePort, SkillOption, SkillsPort, SuccessPort
 from .prompts import PromptProfile
 from .transcript import EventKind, Transcript
 
@@ -41,6 +41,7 @@ class EpisodeOptions:
 
     object_feedback: bool = True
     success_feedback: bool = True
+    human_feedback: bool = True
     use_affordances: bool = True
     max_steps: int = 15
     normalization: str = "sum"
@@ -97,6 +98,7 @@ class InnerMonologue:
         logger: logging.Logger,
         on_step: Callable[[StepRecord], None] | None = None,
         clock: Callable[[], float] = time.time,
+        human: HumanPort | None = None,
     ) -> None:
         self.llm = llm
         self.skills = skills
@@ -106,6 +108,7 @@ class InnerMonologue:
         self.log = logger
         self.on_step = on_step
         self.clock = clock
+        self.human = human
 
     def run(
         self,
@@ -135,6 +138,7 @@ class InnerMonologue:
             for step in range(1, options.max_steps + 1):
                 if cancel.is_set():
                     return self._finish(transcript, EpisodeError.CANCELED, "cancelled", executed, steps)
+                self._take_interjections(options, transcript)
                 record = self._plan_step(step, options, transcript, categories)
                 steps.append(record)
                 if self.on_step is not None:
@@ -176,6 +180,18 @@ class InnerMonologue:
         except PortUnavailable as e:
             self.log.error("graph component unavailable: %s", e)
             return self._finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), executed, steps)
+
+    def _take_interjections(self, options: EpisodeOptions, transcript: Transcript) -> None:
+        """Append what people said since the last step (a step boundary), if Human feedback is on."""
+        if self.human is None:
+            return
+        for text in self.human.poll():
+            if not text.strip():
+                continue
+            if options.human_feedback:
+                transcript.append(EventKind.HUMAN_INTERJECTION, self.profile.human(text), {"text": text})
+            else:
+                self.log.warning("Human feedback is off; ignoring interjection %r", text)
 
     def _plan_step(
         self, step: int, options: EpisodeOptions, transcript: Transcript, categories: Mapping[str, str]

@@ -60,5 +60,11 @@ class ScenePort(Protocol):
     def describe(self) -> list[SceneItem]: ...
 
 
+class HumanPort(Protocol):
+    def poll(self) -> list[str]:
+        """Interjections received since the last poll, oldest first (UTF-8 text, any language)."""
+        ...
+
+
 class SuccessPort(Protocol):
     def detect(self, skill: str, args: Sequence[str], start_s: float, end_s: float) -> SuccessReport: ...

@@ -74,6 +74,11 @@ class PromptProfile:
             raise KeyError(f"prompt profile {self.name!r} has no template for skill {skill!r}")
         return tpl.render(args, categories)
 
+    def human(self, text: str) -> str:
+        """A person's interjection, e.g. `Human: Please stop.`"""
+        fmt = self.formats.get("human_interjection") or self.formats.get("human") or "Human: {text}"
+        return fmt.format(text=" ".join(text.split()))
+
     def success(self, ok: bool) -> str:
         return self.formats["success_true" if ok else "success_false"]
 

@@ -97,3 +97,50 @@ def test_cancel_mid_skill(slow_graph) -> None:  # type: ignore[no-untyped-def]
         node.destroy_node()
         rclpy.shutdown()
     assert not sup.dead()
+
+
+def test_interjection_mid_episode_reaches_transcript(slow_graph) -> None:  # type: ignore[no-untyped-def]
+    """A HumanInput published during a skill appears as `Human: ...` before the next action (UTF-8)."""
+    from monologue_interfaces.msg import HumanInput
+
+    sup, log = slow_graph
+    text = "请把蓝色的积木放进碗里"
+    rclpy.init()
+    node = rclpy.create_node("interjection_probe")
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    pub = node.create_publisher(HumanInput, "human/input", 10)
+    client = ActionClient(node, ExecuteInstruction, "execute_instruction")
+    events: list[TranscriptEvent] = []
+    sent = False
+    try:
+        assert client.wait_for_server(timeout_sec=120.0)
+        send = client.send_goal_async(ExecuteInstruction.Goal(instruction="Put the blocks in their matching bowls.",
+                                                              max_steps=3),
+                                      feedback_callback=lambda fb: events.append(fb.feedback.event))
+        ex.spin_until_future_complete(send, timeout_sec=30.0)
+        handle = send.result()
+        assert handle is not None and handle.accepted
+        result_future = handle.get_result_async()
+        deadline = time.monotonic() + 600
+        while not result_future.done():
+            assert time.monotonic() < deadline, "episode did not finish"
+            if not sent and any(e.kind == TranscriptEvent.KIND_ROBOT_ACTION for e in events):
+                pub.publish(HumanInput(kind=HumanInput.KIND_INTERJECTION, text=text))
+                sent = True
+            ex.spin_once(timeout_sec=0.1)
+        result = result_future.result().result
+        kinds = [e.kind for e in result.transcript]
+        texts = [e.text for e in result.transcript]
+        assert sent and f"Human: {text}" in texts, "\n".join(texts)
+        i = texts.index(f"Human: {text}")
+        first_action = kinds.index(TranscriptEvent.KIND_ROBOT_ACTION)
+        assert first_action < i and kinds[i] == TranscriptEvent.KIND_HUMAN_INTERJECTION
+        # the interjection was taken at a step boundary: after the first skill's Success line
+        assert kinds[i - 1] == TranscriptEvent.KIND_SUCCESS
+        records = [json.loads(line) for line in open(result.transcript_path, encoding="utf-8")]
+        assert any(r.get("text") == f"Human: {text}" for r in records)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+    assert not sup.dead()
