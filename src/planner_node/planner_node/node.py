@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,9 @@ from .core.prompts import load_profile
 from .core.transcript import Event, Transcript, find_interrupted, new_episode_id
 from .ros_ports import RosScenePort, RosSkillsPort, RosSuccessPort
 
-STRATEGIES = ("inner_monologue", "saycan")
+# inner_monologue: IM loop, the LLM scores admissible lines; inner_monologue_generative: the LLM writes
+# each line (IM's sim and real-tabletop mode); saycan: scoring x affordance, no feedback in the prompt.
+STRATEGIES = ("inner_monologue", "inner_monologue_generative", "saycan")
 LLM_KEYS = {
     "backend": "llama_cpp", "model_path": "", "n_ctx": 4096, "n_threads": 0, "seed": 0,
     "base_url": "http://127.0.0.1:8080/v1", "model": "gemma-3-270m", "api_key_env": "OPENAI_API_KEY",
@@ -47,6 +50,9 @@ class PlannerNode(Node):
         d("feedback.human", True)
         d("use_affordances", True)
         d("scoring.normalization", "sum")
+        d("generation.max_reprompts", 2)
+        d("generation.fallback", "score")  # score | fail
+        d("generation.max_tokens", 48)
         d("transcript_dir", "~/.ros/monologue/transcripts")
         d("timeouts.service", 10.0)  # s, for services and goal acceptance
         d("timeouts.skill", 120.0)  # s, for one skill to finish
@@ -110,6 +116,10 @@ class PlannerNode(Node):
             raise ValueError("max_steps must be >= 1")
         if self._p("scoring.normalization") not in ("sum", "mean", "softmax"):
             raise ValueError("scoring.normalization must be sum, mean or softmax")
+        if self._p("generation.fallback") not in ("score", "fail"):
+            raise ValueError("generation.fallback must be score or fail")
+        if int(self._p("generation.max_reprompts")) < 0 or int(self._p("generation.max_tokens")) < 1:
+            raise ValueError("generation.max_reprompts must be >= 0 and generation.max_tokens >= 1")
         for k in ("timeouts.service", "timeouts.skill", "llm.timeout_s"):
             if float(self._p(k)) <= 0:
                 raise ValueError(f"{k} must be > 0 s")
@@ -129,6 +139,8 @@ class PlannerNode(Node):
             return bool(self._p(param))
 
         strategy = g.strategy or str(self._p("strategy"))
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; available: {STRATEGIES}")
         options = EpisodeOptions(
             object_feedback=opt(g.object_feedback, "feedback.object"),
             success_feedback=opt(g.success_feedback, "feedback.success"),
@@ -136,6 +148,10 @@ class PlannerNode(Node):
             use_affordances=opt(g.use_affordances, "use_affordances"),
             max_steps=int(g.max_steps) if g.max_steps > 0 else int(self._p("max_steps")),
             normalization=str(self._p("scoring.normalization")),
+            decoding="generate" if strategy == "inner_monologue_generative" else "score",
+            max_reprompts=int(self._p("generation.max_reprompts")),
+            generation_fallback=str(self._p("generation.fallback")),
+            max_tokens=int(self._p("generation.max_tokens")),
         )
         return options, strategy
 
@@ -145,7 +161,13 @@ class PlannerNode(Node):
 
     def _run_episode(self, goal: ServerGoalHandle) -> ExecuteInstruction.Result:
         g: Any = goal.request
-        options, strategy = self._options(g)
+        try:
+            options, strategy = self._options(g)
+        except ValueError as e:
+            self.get_logger().error(f"invalid goal: {e}")
+            goal.abort()
+            return ExecuteInstruction.Result(success=False, error_code=ExecuteInstruction.Result.INVALID_GOAL,
+                                             reason=str(e))
         profile = self.profile
         if g.prompt_profile and g.prompt_profile != profile.name:
             profile = load_profile(self.prompt_dir, g.prompt_profile)
@@ -179,9 +201,7 @@ class PlannerNode(Node):
                                    logging.getLogger("planner.monologue"),
                                    on_step=lambda r: self._publish_scores(episode_id, r), human=self.inbox)
         if strategy == "saycan":
-            options = EpisodeOptions(object_feedback=False, success_feedback=False, human_feedback=False,
-                                     use_affordances=options.use_affordances, max_steps=options.max_steps,
-                                     normalization=options.normalization)
+            options = replace(options, object_feedback=False, success_feedback=False, human_feedback=False)
         self.inbox.open(episode_id)
         try:
             result = monologue.run(g.instruction, options, transcript, cancel)

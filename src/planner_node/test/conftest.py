@@ -21,9 +21,11 @@ class ScriptedScorer:
 
     name = "scripted"
 
-    def __init__(self, pick: Callable[[Sequence[str], str], int]) -> None:
+    def __init__(self, pick: Callable[[Sequence[str], str], int], lines: Sequence[str] = ()) -> None:
         self.pick = pick
         self.prompts: list[str] = []
+        self.lines = list(lines)  # what generate() writes, one per call
+        self.gen_prompts: list[str] = []
 
     def score(self, prompt: str, candidates: Sequence[str]) -> ScoreResult:
         self.prompts.append(prompt)
@@ -32,7 +34,9 @@ class ScriptedScorer:
         return ScoreResult(scores, len(prompt) // 4, len(prompt) // 4, 0.0)
 
     def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64) -> Generation:
-        raise NotImplementedError
+        self.gen_prompts.append(prompt)
+        text = self.lines.pop(0) if self.lines else ""
+        return Generation(text, len(prompt) // 4, len(prompt) // 4, len(text) // 4, "stop", 0.0)
 
     def close(self) -> None:
         pass

@@ -154,3 +154,47 @@ def test_interjection_ignored_when_human_feedback_is_off(make) -> None:
     im.run("Put the blocks in their matching bowls.", EpisodeOptions(human_feedback=False), t)
     assert t.texts(EventKind.HUMAN_INTERJECTION) == []
     assert all("please stop" not in p for p in llm.prompts)
+
+
+def test_generative_rejects_bad_lines_then_executes_admissible_one(make) -> None:
+    world = TabletopWorld.from_spec(SceneSpec(("red", "blue"), ("red", "blue")), seed=3)
+    im, ports, llm, _ = make(world)
+    llm.lines = [
+        "Scene: There is a purple cube.",  # another speaker: rejected
+        "Pick the purple cube and place it in the red bowl.",  # unknown object: rejected
+        "Pick the red block and place it in the red bowl.",  # admissible
+        "Pick the blue block and place it in the blue bowl.",
+        "Robot thought: None.",
+    ]
+    t = Transcript("e")
+    opts = EpisodeOptions(decoding="generate", max_reprompts=2, generation_fallback="fail")
+    res = im.run("Put the blocks in their matching bowls.", opts, t)
+    assert res.success and ports.executed == [("pick_place", ("red block", "red bowl")),
+                                              ("pick_place", ("blue block", "blue bowl"))]
+    errors = [e for e in t.events if e.kind == EventKind.ERROR]
+    assert [e.data["attempt"] for e in errors] == [1, 2]
+    assert "purple cube" in errors[1].data["reason"]
+    # rejected output never reaches the prompt; later attempts continue an action line
+    assert all("purple cube" not in p for p in llm.gen_prompts)
+    assert llm.gen_prompts[1].endswith("Robot action: ") and not llm.gen_prompts[0].endswith("action: ")
+    assert matching_bowls_done(world.snapshot())
+
+
+def test_generative_gives_up_after_bounded_reprompts(make) -> None:
+    im, ports, llm, _ = make(TabletopWorld.random(2, num_blocks=2, num_bowls=2, matching_bowls=True))
+    llm.lines = ["robot.fly()", "\x00\x01binary", "x" * 900, "never asked"]
+    t = Transcript("e")
+    res = im.run("Stack the blocks.", EpisodeOptions(decoding="generate", max_reprompts=2,
+                                                     generation_fallback="fail"), t)
+    assert res.error == EpisodeError.PLANNING_FAILED and ports.executed == []
+    assert len([e for e in t.events if e.kind == EventKind.ERROR and "Rejected" in e.text]) == 3
+    assert llm.lines == ["never asked"]
+
+
+def test_generative_falls_back_to_scoring(make) -> None:
+    im, ports, llm, _ = make(TabletopWorld.random(2, num_blocks=2, num_bowls=2, matching_bowls=True))
+    llm.lines = ["gibberish", "more gibberish"]
+    t = Transcript("e")
+    im.run("Put the blocks in their matching bowls.", EpisodeOptions(decoding="generate", max_reprompts=1,
+                                                                     max_steps=1), t)
+    assert len(ports.executed) == 1 and llm.prompts  # the scorer chose the step

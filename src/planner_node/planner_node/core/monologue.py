@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from .llm.base import LLMBackend, LLMError, normalize_scores
+from .parsing import parse_action
 from .ports import HumanPort, PortUnavailable, SceneItem, ScenePort, SkillOption, SkillsPort, SuccessPort
 from .prompts import PromptProfile
 from .transcript import EventKind, Transcript
@@ -45,10 +46,20 @@ class EpisodeOptions:
     use_affordances: bool = True
     max_steps: int = 15
     normalization: str = "sum"
+    decoding: str = "score"  # "score": rank admissible lines (SayCan); "generate": the LLM writes the line (IM)
+    max_reprompts: int = 2  # generate: re-prompts after output that does not parse or is not admissible
+    generation_fallback: str = "score"  # generate: after the re-prompts, "score" the admissible lines or "fail"
+    max_tokens: int = 48  # generate: tokens per line
 
     def validate(self) -> None:
         if self.max_steps < 1:
             raise ValueError("max_steps must be >= 1")
+        if self.decoding not in ("score", "generate"):
+            raise ValueError(f"unknown decoding {self.decoding!r}")
+        if self.generation_fallback not in ("score", "fail"):
+            raise ValueError(f"unknown generation_fallback {self.generation_fallback!r}")
+        if self.max_reprompts < 0 or self.max_tokens < 1:
+            raise ValueError("max_reprompts must be >= 0 and max_tokens >= 1")
         if self.normalization not in ("sum", "mean", "softmax"):
             raise ValueError(f"unknown normalization {self.normalization!r}")
 
@@ -139,7 +150,15 @@ class InnerMonologue:
                 if cancel.is_set():
                     return self._finish(transcript, EpisodeError.CANCELED, "cancelled", executed, steps)
                 self._take_interjections(options, transcript)
-                record = self._plan_step(step, options, transcript, categories)
+                if options.decoding == "generate":
+                    maybe = self._generate_step(step, options, transcript, categories)
+                    if maybe is None:
+                        return self._finish(transcript, EpisodeError.PLANNING_FAILED,
+                                            f"no admissible step after {options.max_reprompts + 1} generations",
+                                            executed, steps)
+                    record = maybe
+                else:
+                    record = self._plan_step(step, options, transcript, categories)
                 steps.append(record)
                 if self.on_step is not None:
                     self.on_step(record)
@@ -192,6 +211,50 @@ class InnerMonologue:
                 transcript.append(EventKind.HUMAN_INTERJECTION, self.profile.human(text), {"text": text})
             else:
                 self.log.warning("Human feedback is off; ignoring interjection %r", text)
+
+    def _generate_step(
+        self, step: int, options: EpisodeOptions, transcript: Transcript, categories: Mapping[str, str]
+    ) -> StepRecord | None:
+        """IM's generative planning: the LLM writes the next line, the parser maps it to an admissible
+        skill. Output that does not map is logged (ERROR event, not in the prompt) and never executed.
+
+        Greedy decoding repeats itself on an identical prompt, so re-prompts escalate: the first
+        attempt writes a free line, later ones continue a line that already starts with the action
+        prefix. After them, `generation_fallback` scores the admissible lines or gives up (None).
+        """
+        t0 = time.monotonic()
+        options_by_call = {(o.skill, o.args): o for o in self.skills.affordances()
+                           if o.affordance > 0.0 or not options.use_affordances}
+        templates = {k: v.template for k, v in self.profile.skills.items()}
+        prompt = self.profile.render_prompt(transcript.prompt_lines())
+        action_prefix = self.profile.formats["action"].split("{action}", 1)[0]
+        llm_s = 0.0
+        for attempt in range(options.max_reprompts + 1):
+            prefix = "" if attempt == 0 else action_prefix
+            t_llm = time.monotonic()
+            gen = self.llm.generate(prompt + prefix, stop=["\n"], max_tokens=options.max_tokens)
+            llm_s += time.monotonic() - t_llm
+            line = (prefix + gen.text).strip()
+            outcome = parse_action(line, list(options_by_call), list(categories), templates)
+            self.log.info("step %d attempt %d: LLM wrote %r -> %s %s", step, attempt + 1, line,
+                          outcome.kind.name, outcome.reason)
+            if outcome.is_done:
+                chosen = ScoredCandidate(self.profile.done_line, None, 0.0, 1.0, 1.0, 1.0)
+            elif outcome.is_action and outcome.action is not None:
+                opt = options_by_call[(outcome.action.skill, outcome.action.args)]
+                text = self.profile.action(opt.skill, opt.args, categories)
+                chosen = ScoredCandidate(text, opt, 0.0, 1.0, opt.affordance, opt.affordance)
+            else:
+                transcript.append(EventKind.ERROR, f"Rejected LLM output {line[:200]!r}: {outcome.reason}",
+                                  {"step": step, "attempt": attempt + 1, "output": line[:500],
+                                   "reason": outcome.reason})
+                continue
+            return StepRecord(step, (chosen,), chosen, "generate", gen.prompt_tokens, gen.new_tokens_processed,
+                              llm_s, time.monotonic() - t0)
+        if options.generation_fallback == "score":
+            self.log.warning("step %d: no admissible generation; scoring the admissible lines instead", step)
+            return self._plan_step(step, options, transcript, categories)
+        return None
 
     def _plan_step(
         self, step: int, options: EpisodeOptions, transcript: Transcript, categories: Mapping[str, str]

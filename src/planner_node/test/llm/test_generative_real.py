@@ -1,0 +1,41 @@
+"""Generative Inner Monologue with the real embedded model: whatever the 270M model writes, only
+admissible skills run, and every rejected line is logged with its reason (mechanics, not wisdom)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
+from planner_node.core.prompts import load_profile
+from planner_node.core.transcript import EventKind, Transcript
+from skills_node.core.tabletop import TabletopWorld
+
+pytestmark = pytest.mark.llm
+PROMPTS = Path(__file__).resolve().parents[4] / "config" / "prompts"
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_generative_episode_only_executes_admissible_skills(llama_backend, world_ports, seed: int) -> None:  # type: ignore[no-untyped-def]
+    world = TabletopWorld.random(seed, num_blocks=2 + seed % 2, num_bowls=3, matching_bowls=True)
+    ports = world_ports(world)
+    admissible_before = {(a.skill, a.args) for a in ports.affordances()}
+    im = InnerMonologue(llama_backend, ports, ports, ports, load_profile(PROMPTS, "im_sim_object_success"),
+                        logging.getLogger("gen"))
+    t = Transcript(f"gen{seed}")
+    res = im.run("Put the blocks in their matching bowls.",
+                 EpisodeOptions(decoding="generate", generation_fallback="fail", max_steps=5), t)
+    assert res.error in (EpisodeError.NONE, EpisodeError.MAX_STEPS_REACHED, EpisodeError.PLANNING_FAILED)
+    actions = [e for e in t.events if e.kind == EventKind.ROBOT_ACTION]
+    assert len(actions) == len(ports.executed) == res.steps_taken
+    for e, (skill, args) in zip(actions, ports.executed):
+        assert (e.data["skill"], tuple(e.data["args"])) == (skill, args)
+        assert skill == "pick_place" and args[0] in {o.name for o in world.blocks}
+    if ports.executed:
+        assert ports.executed[0] in admissible_before
+    rejected = [e for e in t.events if e.kind == EventKind.ERROR and e.text.startswith("Rejected LLM output")]
+    for e in rejected:
+        assert e.data["reason"] and e.data["output"]
+    if res.error == EpisodeError.PLANNING_FAILED:
+        assert len(rejected) == 3 and not any(r.data["output"] in p for r in rejected for p in t.prompt_lines())
