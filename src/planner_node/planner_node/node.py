@@ -48,6 +48,7 @@ class PlannerNode(Node):
         d("feedback.object", True)
         d("feedback.success", True)
         d("feedback.human", True)
+        d("feedback.scene", False)  # needs a profile with goal_state/progress formats (im_sim_object_scene)
         d("use_affordances", True)
         d("scoring.normalization", "sum")
         d("generation.max_reprompts", 2)
@@ -145,6 +146,7 @@ class PlannerNode(Node):
             object_feedback=opt(g.object_feedback, "feedback.object"),
             success_feedback=opt(g.success_feedback, "feedback.success"),
             human_feedback=opt(g.human_feedback, "feedback.human"),
+            scene_feedback=opt(g.scene_feedback, "feedback.scene"),
             use_affordances=opt(g.use_affordances, "use_affordances"),
             max_steps=int(g.max_steps) if g.max_steps > 0 else int(self._p("max_steps")),
             normalization=str(self._p("scoring.normalization")),
@@ -201,7 +203,8 @@ class PlannerNode(Node):
                                    logging.getLogger("planner.monologue"),
                                    on_step=lambda r: self._publish_scores(episode_id, r), human=self.inbox)
         if strategy == "saycan":
-            options = replace(options, object_feedback=False, success_feedback=False, human_feedback=False)
+            options = replace(options, object_feedback=False, success_feedback=False, human_feedback=False,
+                              scene_feedback=False)
         self.inbox.open(episode_id)
         try:
             result = monologue.run(g.instruction, options, transcript, cancel)

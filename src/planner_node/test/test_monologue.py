@@ -198,3 +198,65 @@ def test_generative_falls_back_to_scoring(make) -> None:
     im.run("Put the blocks in their matching bowls.", EpisodeOptions(decoding="generate", max_reprompts=1,
                                                                      max_steps=1), t)
     assert len(ports.executed) == 1 and llm.prompts  # the scorer chose the step
+
+
+SCENE_PROFILE = load_profile(Path(__file__).resolve().parents[3] / "config" / "prompts", "im_sim_object_scene")
+
+
+def test_goal_state_parsing_resolves_known_names() -> None:
+    from planner_node.core.monologue import parse_goal_state
+
+    cats = {"cyan block": "block", "top left corner": "location", "red bowl": "bowl"}
+    goals = parse_goal_state('Robot thought: Goal state is ["Cyan block is on the top left corner.", '
+                             '"Purple block is in the red bowl.", "the cyan block is in the red bowl"]', cats)
+    assert [(g.obj, g.target) for g in goals] == [("cyan block", "top left corner"), ("", ""),
+                                                  ("cyan block", "red bowl")]
+    assert goals[1].text == "Purple block is in the red bowl."
+    assert parse_goal_state("Robot thought: no list here", cats) == []
+    # a missing opening quote or doubled brackets still give the items
+    sloppy = parse_goal_state('Goal state is [[cyan block is on the top left corner.", "Purple block is in', cats)
+    assert [(g.obj, g.target, g.text) for g in sloppy] == [
+        ("cyan block", "top left corner", "cyan block is on the top left corner."), ("", "", "Purple block is in")]
+
+
+def test_scene_feedback_recomputes_progress_and_stops_on_none_thought(make) -> None:
+    world = TabletopWorld.from_spec(SceneSpec(("blue", "red"), ("blue", "red")), seed=3)
+    im, ports, llm, _ = make(world)
+    im.profile = SCENE_PROFILE
+    llm.lines = [
+        '"Red block is in the red bowl.", "Blue block is in the blue bowl.", "Gold block is in the red bowl."]',
+        "Blue block is not in the blue bowl.",  # thought after step 1
+        "Red block is not in the red bowl.",  # thought after step 2 (the red block was knocked out)
+        "None.",  # thought after step 3
+    ]
+    executed_before = len(ports.executed)
+    orig_execute = ports.execute
+
+    def execute_then_disturb(skill, args, cancel):  # type: ignore[no-untyped-def]
+        r = orig_execute(skill, args, cancel)
+        if len(ports.executed) == 2:  # knock the red block out of its bowl after the second skill
+            world.move_object("red block", 0.35, -0.25)
+        return r
+
+    ports.execute = execute_then_disturb
+    t = Transcript("e")
+    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(scene_feedback=True, success_feedback=False),
+                 t)
+    assert res.success and res.reason == "the planner thought it was done"
+    lines = [e.text for e in t.events]
+    assert lines[2].startswith('Robot thought: Goal state is ["Red block is in the red bowl."')
+    progress = t.texts(EventKind.SCENE_PROGRESS)
+    assert progress[0] in ('Scene: You have completed ["Red block is in the red bowl."]',
+                           'Scene: You have completed ["Blue block is in the blue bowl."]')
+    assert progress[1] == 'Scene: You have completed ["Blue block is in the blue bowl."]'  # red was lost again
+    assert progress[2] == ('Scene: You have completed ["Red block is in the red bowl.", '
+                           '"Blue block is in the blue bowl."]')
+    assert lines[-2] == "Robot thought: None." and len(ports.executed) - executed_before == 3
+    # the done line is not a scoring candidate in Scene mode: the thought decides termination
+    assert all("None." not in p.split("\n")[-1] for p in llm.prompts)
+
+
+def test_scene_feedback_needs_a_scene_profile(make) -> None:
+    im, _, _, _ = make(TabletopWorld.random(1))
+    res = im.run("Stack the blocks.", EpisodeOptions(scene_feedback=True), Transcript("e"))
+    assert res.error == EpisodeError.INVALID_GOAL and "im_sim_object_scene" in res.reason

@@ -7,6 +7,7 @@ execute it, and append the feedback (Success) to the transcript. IM §3, SC Algo
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ class EpisodeOptions:
 
     object_feedback: bool = True
     success_feedback: bool = True
+    scene_feedback: bool = False  # IM Object + Scene: goal-state chain of thought and task progress
     human_feedback: bool = True
     use_affordances: bool = True
     max_steps: int = 15
@@ -146,6 +148,14 @@ class InnerMonologue:
                 transcript.append(EventKind.SCENE_OBJECTS, self.profile.objects(names), {"objects": names})
             transcript.append(EventKind.HUMAN_INSTRUCTION, self.profile.instruction(instruction),
                               {"instruction": instruction})
+            goals: list[SubGoal] = []
+            if options.scene_feedback:
+                missing = [k for k in ("goal_state", "progress", "thought") if k not in self.profile.formats]
+                if missing:
+                    return self._finish(transcript, EpisodeError.INVALID_GOAL,
+                                        f"prompt profile {self.profile.name} has no {missing} formats for "
+                                        "Scene feedback (use im_sim_object_scene)", 0, [])
+                goals = self._goal_state(transcript, categories)
             for step in range(1, options.max_steps + 1):
                 if cancel.is_set():
                     return self._finish(transcript, EpisodeError.CANCELED, "cancelled", executed, steps)
@@ -191,6 +201,11 @@ class InnerMonologue:
                         ok, conf, why = False, 1.0, f"the skill reported {result.error_name}"
                     transcript.append(EventKind.SUCCESS, self.profile.success(ok),
                                       {"success": ok, "confidence": conf, "explanation": why})
+                if options.scene_feedback:
+                    self._progress(goals, transcript)
+                    if self._thought(transcript):
+                        return self._finish(transcript, EpisodeError.NONE, "the planner thought it was done",
+                                            executed, steps)
             return self._finish(transcript, EpisodeError.MAX_STEPS_REACHED,
                                 f"reached the step cap of {options.max_steps}", executed, steps)
         except LLMError as e:
@@ -199,6 +214,46 @@ class InnerMonologue:
         except PortUnavailable as e:
             self.log.error("graph component unavailable: %s", e)
             return self._finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), executed, steps)
+
+    def _goal_state(self, transcript: Transcript, categories: Mapping[str, str]) -> list[SubGoal]:
+        """IM A.1: the LLM first lists the desired sub-goals, `Robot thought: Goal state is [...]`."""
+        prefix = self.profile.formats["goal_state"].split("{goals}", 1)[0]
+        prompt = self.profile.render_prompt(transcript.prompt_lines()) + prefix
+        gen = self.llm.generate(prompt, stop=["\n"], max_tokens=200)
+        line = _one_line(prefix + gen.text)
+        goals = parse_goal_state(line, categories)
+        checkable = [g for g in goals if g.obj]
+        transcript.append(EventKind.ROBOT_THOUGHT, line, {
+            "goal_state": [g.text for g in goals],
+            "parsed": [[g.obj, g.target] for g in checkable],
+        })
+        if not checkable:
+            transcript.append(EventKind.ERROR, f"No checkable sub-goal in the goal state {line[:200]!r}",
+                              {"output": line[:500]})
+        return goals
+
+    def _progress(self, goals: Sequence[SubGoal], transcript: Transcript) -> None:
+        """IM A.1: re-check every sub-goal after each action; lost ones drop out again."""
+        done: list[str] = []
+        for g in goals:
+            if g.obj and self.success.detect("pick_place", (g.obj, g.target), 0.0, 0.0).success:
+                done.append(g.text)
+        sep = self.profile.formats.get("list_separator", ", ")
+        completed = sep.join(f'"{t}"' for t in done)
+        transcript.append(EventKind.SCENE_PROGRESS, self.profile.formats["progress"].format(completed=completed),
+                          {"completed": done})
+
+    def _thought(self, transcript: Transcript) -> bool:
+        """Chain of thought after the Scene line; True if the thought ends the episode."""
+        prefix = self.profile.formats["thought"].split("{thought}", 1)[0]
+        prompt = self.profile.render_prompt(transcript.prompt_lines()) + prefix
+        gen = self.llm.generate(prompt, stop=["\n"], max_tokens=64)
+        line = _one_line(prefix + gen.text)
+        finished = parse_action(line, [], []).is_done
+        if finished:
+            line = self.profile.done_line
+        transcript.append(EventKind.ROBOT_THOUGHT, line, {"done": finished})
+        return finished
 
     def _take_interjections(self, options: EpisodeOptions, transcript: Transcript) -> None:
         """Append what people said since the last step (a step boundary), if Human feedback is on."""
@@ -270,8 +325,9 @@ class InnerMonologue:
                 self.log.warning("no prompt template for skill %s; not offered to the LLM", o.skill)
                 continue
             opts.append(o)
-        texts.append(self.profile.done_line)
-        opts.append(None)
+        if not options.scene_feedback:  # with Scene feedback, "Robot thought: None." ends the episode
+            texts.append(self.profile.done_line)
+            opts.append(None)
         prompt = self.profile.render_prompt(transcript.prompt_lines())
         t_llm = time.monotonic()
         result = self.llm.score(prompt, texts)
@@ -308,6 +364,45 @@ class InnerMonologue:
                           {"success": success, "error": error.name, "steps_taken": executed})
         transcript.end({"success": success, "error": error.name, "reason": reason, "steps_taken": executed})
         return EpisodeResult(success, error, reason, executed, tuple(steps))
+
+
+@dataclass(frozen=True)
+class SubGoal:
+    """One goal-state item as the LLM wrote it, and what it means if it could be resolved."""
+
+    text: str
+    obj: str = ""  # "" if the item names no known object and target
+    target: str = ""
+
+
+_GOAL_SPLIT_RE = re.compile(r'"\s*,\s*"')
+_GOAL_RE = re.compile(r"^(?:the\s+)?(.+?)\s+is\s+(?:on\s+top\s+of|on|in|inside|at)\s+(?:the\s+)?(.+?)[.\s]*$",
+                      re.IGNORECASE)
+
+
+def parse_goal_state(line: str, categories: Mapping[str, str]) -> list[SubGoal]:
+    """Quoted items of `Goal state is ["X is on the Y.", ...]`, resolved against known names."""
+    names = {n.lower(): n for n in categories}
+    out: list[SubGoal] = []
+    start, end = line.find("["), line.rfind("]")
+    if start < 0:
+        return out
+    body = line[start + 1:end if end > start else len(line)]
+    items = [i.strip().strip('"[]').strip() for i in _GOAL_SPLIT_RE.split(body)]
+    for item in [i for i in items if i][:16]:  # tolerant of a missing quote after "[" (small models drop it)
+        m = _GOAL_RE.match(item)
+        obj = names.get(m.group(1).lower(), "") if m else ""
+        target = names.get(m.group(2).lower(), "") if m else ""
+        if obj and target and obj != target:
+            out.append(SubGoal(item, obj, target))
+        else:
+            out.append(SubGoal(item))
+    return out
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.replace("\x00", "").split())
+    return line[:limit]
 
 
 def _categories(items: Sequence[SceneItem]) -> dict[str, str]:

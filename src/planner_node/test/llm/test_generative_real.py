@@ -39,3 +39,29 @@ def test_generative_episode_only_executes_admissible_skills(llama_backend, world
         assert e.data["reason"] and e.data["output"]
     if res.error == EpisodeError.PLANNING_FAILED:
         assert len(rejected) == 3 and not any(r.data["output"] in p for r in rejected for p in t.prompt_lines())
+
+
+def test_scene_feedback_episode_mechanics(llama_backend, world_ports) -> None:  # type: ignore[no-untyped-def]
+    """IM Object + Scene with the real model: a goal-state thought first, then after every action a
+    recomputed progress line listing only goal items, then a thought."""
+    from skills_node.core.tabletop import SceneSpec
+
+    world = TabletopWorld.from_spec(SceneSpec(("brown", "cyan", "yellow"), ()), seed=1)
+    ports = world_ports(world)
+    im = InnerMonologue(llama_backend, ports, ports, ports, load_profile(PROMPTS, "im_sim_object_scene"),
+                        logging.getLogger("scene"))
+    t = Transcript("scene")
+    res = im.run("Move all the blocks to the top right corner.",
+                 EpisodeOptions(scene_feedback=True, success_feedback=False, max_steps=4), t)
+    assert res.error in (EpisodeError.NONE, EpisodeError.MAX_STEPS_REACHED)
+    kinds = [e.kind for e in t.events]
+    assert kinds[:3] == [EventKind.SCENE_OBJECTS, EventKind.HUMAN_INSTRUCTION, EventKind.ROBOT_THOUGHT]
+    assert t.events[2].text.startswith("Robot thought: Goal state is [")
+    goals = t.events[2].data["goal_state"]
+    for i, k in enumerate(kinds):
+        if k == EventKind.ROBOT_ACTION:
+            assert kinds[i + 1] == EventKind.SCENE_PROGRESS and kinds[i + 2] == EventKind.ROBOT_THOUGHT
+    for e in t.events:
+        if e.kind == EventKind.SCENE_PROGRESS:
+            assert e.text.startswith("Scene: You have completed [") and set(e.data["completed"]) <= set(goals)
+    assert len(t.texts(EventKind.SCENE_PROGRESS)) == res.steps_taken
