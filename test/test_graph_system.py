@@ -86,3 +86,52 @@ def test_matching_bowls_episode_with_embedded_llm(sim_graph) -> None:  # type: i
     assert records[0]["record"] == "header" and records[-1]["record"] == "end"
     assert [r["text"] for r in records if r["record"] == "event"] == lines
     assert not sup.dead()
+
+
+def test_post_task_question_answered_without_moving(sim_graph) -> None:  # type: ignore[no-untyped-def]
+    """IM Fig. 5d: after the episode, a question on human/input is answered on the transcript topic."""
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from monologue_interfaces.msg import HumanInput, SceneDescription, TranscriptEvent
+
+    sup, log, _ = sim_graph
+    rclpy.init()
+    node = rclpy.create_node("question_probe")
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    latched = QoSProfile(depth=1000, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+    events: list[TranscriptEvent] = []
+    truth: list[SceneDescription] = []
+    node.create_subscription(TranscriptEvent, "monologue/transcript", events.append, latched)
+    node.create_subscription(SceneDescription, "sim/ground_truth", truth.append,
+                             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                        reliability=ReliabilityPolicy.RELIABLE))
+    pub = node.create_publisher(HumanInput, "human/input", 10)
+    try:
+        deadline = time.monotonic() + 30
+        while (not truth or pub.get_subscription_count() == 0) and time.monotonic() < deadline:
+            ex.spin_once(timeout_sec=0.1)
+        before = [(o.name, o.pose.pose.position.x, o.pose.pose.position.y) for o in truth[-1].objects]
+        question = "Which blocks are in bowls?"
+        pub.publish(HumanInput(kind=HumanInput.KIND_QUESTION, text=question))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            ex.spin_once(timeout_sec=0.1)
+            post = [e for e in events if json.loads(e.data_json).get("post_task")]
+            if len(post) >= 2:
+                break
+        post = [e for e in events if json.loads(e.data_json).get("post_task")]
+        assert [e.kind for e in post[:2]] == [TranscriptEvent.KIND_HUMAN_INTERJECTION,
+                                              TranscriptEvent.KIND_ROBOT_THOUGHT], log.text()[-3000:]
+        assert post[0].text == f"Human: {question}" and post[1].text.startswith("Robot thought: ")
+        truth.clear()
+        deadline = time.monotonic() + 5
+        while not truth and time.monotonic() < deadline:
+            ex.spin_once(timeout_sec=0.1)
+        after = [(o.name, o.pose.pose.position.x, o.pose.pose.position.y) for o in truth[-1].objects]
+        assert after == before  # answering moved nothing
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()

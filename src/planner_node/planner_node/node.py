@@ -88,6 +88,7 @@ class PlannerNode(Node):
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
         self._busy = threading.Lock()
         self.inbox = HumanInbox()
+        self._last: tuple[InnerMonologue, Transcript] | None = None
         self._human_sub = self.create_subscription(HumanInput, "human/input", self._on_human, 50,
                                                    callback_group=ports)
         self._action = ActionServer(
@@ -99,11 +100,31 @@ class PlannerNode(Node):
         )
 
     def _on_human(self, msg: HumanInput) -> None:
-        if msg.kind != HumanInput.KIND_INTERJECTION:
-            self.get_logger().warning(f"human input kind {msg.kind} is not handled yet; ignored: {msg.text!r}")
+        if msg.kind == HumanInput.KIND_QUESTION and not self._busy.locked():
+            self._answer_post_task(msg.text)
+            return
+        if msg.kind not in (HumanInput.KIND_INTERJECTION, HumanInput.KIND_QUESTION):
+            self.get_logger().warning(f"unknown human input kind {msg.kind}; ignored: {msg.text!r}")
             return
         if not self.inbox.offer(msg.text, msg.episode_id):
             self.get_logger().warning(f"no episode {msg.episode_id or '(running)'} is running; ignored: {msg.text!r}")
+
+    def _answer_post_task(self, question: str) -> None:
+        """IM Fig. 5d: after an episode, answer questions about the scene in text; nothing moves."""
+        last = self._last
+        if last is None:
+            self.get_logger().warning(f"no episode to answer about; ignored: {question!r}")
+            return
+        monologue, transcript = last
+        if not self._busy.acquire(blocking=False):
+            return
+        try:
+            answer = monologue.answer(question, transcript)
+            self.get_logger().info(f"post-task question {question!r}: {answer!r}")
+        except Exception as e:  # an LLM failure must not take the node down
+            self.get_logger().error(f"could not answer {question!r}: {e}")
+        finally:
+            self._busy.release()
 
     def _p(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -183,9 +204,10 @@ class PlannerNode(Node):
         def publish(event: Event) -> None:
             msg = event_to_msg(event)
             self._transcript_pub.publish(msg)
-            fb = ExecuteInstruction.Feedback()
-            fb.event = msg
-            goal.publish_feedback(fb)
+            if not event.data.get("post_task"):  # post-task answers come after the goal finished
+                fb = ExecuteInstruction.Feedback()
+                fb.event = msg
+                goal.publish_feedback(fb)
             self.get_logger().info(f"[{event.kind.name}] {event.text}")
 
         transcript.add_listener(publish)
@@ -211,6 +233,7 @@ class PlannerNode(Node):
         finally:
             self.inbox.close()
             stop_watch.set()
+        self._last = (monologue, transcript)
         out = ExecuteInstruction.Result()
         out.success = result.success
         out.error_code = int(result.error)

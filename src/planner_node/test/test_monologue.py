@@ -260,3 +260,23 @@ def test_scene_feedback_needs_a_scene_profile(make) -> None:
     im, _, _, _ = make(TabletopWorld.random(1))
     res = im.run("Stack the blocks.", EpisodeOptions(scene_feedback=True), Transcript("e"))
     assert res.error == EpisodeError.INVALID_GOAL and "im_sim_object_scene" in res.reason
+
+
+def test_post_task_question_is_answered_in_text_only(make, tmp_path: Path) -> None:
+    world = TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True)
+    im, ports, llm, _ = make(world)
+    t = Transcript("e", tmp_path / "e.jsonl")
+    im.run("Put the blocks in their matching bowls.", EpisodeOptions(), t)
+    moved = list(ports.executed)
+    llm.lines = ["The red bowl contains the red block."]
+    answer = im.answer("What objects are in the red bowl?", t)
+    assert answer == "The red bowl contains the red block."
+    assert ports.executed == moved  # nothing moved
+    assert [e.text for e in t.events[-2:]] == ["Human: What objects are in the red bowl?",
+                                                "Robot thought: The red bowl contains the red block."]
+    assert all(e.data.get("post_task") for e in t.events[-2:])
+    assert llm.gen_prompts[-1].endswith("Human: What objects are in the red bowl?\nRobot thought: ")
+    stored = load_episode(tmp_path / "e.jsonl")
+    assert not stored.interrupted and stored.events[-1].text.endswith("red block.")
+    with pytest.raises(RuntimeError):
+        t.append(EventKind.ROBOT_ACTION, "Robot action: not after the end")

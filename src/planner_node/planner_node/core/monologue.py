@@ -215,6 +215,25 @@ class InnerMonologue:
             self.log.error("graph component unavailable: %s", e)
             return self._finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), executed, steps)
 
+    def answer(self, question: str, transcript: Transcript, max_tokens: int = 64) -> str:
+        """Answer a question about the scene in text, from the episode so far (IM Fig. 5d).
+
+        Appends `Human: <question>` and `Robot thought: <answer>`; never runs a skill.
+        """
+        question = " ".join(question.split())
+        if not question:
+            raise ValueError("the question is empty")
+        post = transcript.ended
+        transcript.append(EventKind.HUMAN_INTERJECTION, self.profile.human(question),
+                          {"question": question}, post_task=post)
+        fmt = self.profile.formats.get("thought", "Robot thought: {thought}")
+        prefix = fmt.split("{thought}", 1)[0]
+        prompt = self.profile.render_prompt(transcript.prompt_lines()) + prefix
+        gen = self.llm.generate(prompt, stop=["\n"], max_tokens=max_tokens)
+        text = _one_line(gen.text) or "I don't know."
+        transcript.append(EventKind.ROBOT_THOUGHT, prefix + text, {"answer": text}, post_task=post)
+        return text
+
     def _goal_state(self, transcript: Transcript, categories: Mapping[str, str]) -> list[SubGoal]:
         """IM A.1: the LLM first lists the desired sub-goals, `Robot thought: Goal state is [...]`."""
         prefix = self.profile.formats["goal_state"].split("{goals}", 1)[0]

@@ -106,12 +106,24 @@ class Transcript:
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    def append(self, kind: EventKind, text: str, data: Mapping[str, Any] | None = None) -> Event:
-        """Append one event, persist it, then notify listeners (their errors are logged, not raised)."""
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def append(
+        self, kind: EventKind, text: str, data: Mapping[str, Any] | None = None, post_task: bool = False
+    ) -> Event:
+        """Append one event, persist it, then notify listeners (their errors are logged, not raised).
+
+        After the episode ended only `post_task` events (questions about the scene and their answers,
+        IM Fig. 5d) are accepted; they are marked so in their data.
+        """
         if "\x00" in text:
             raise ValueError("transcript text must not contain NUL bytes")
+        if post_task:
+            data = {**(data or {}), "post_task": True}
         with self._lock:
-            if self._ended:
+            if self._ended and not post_task:
                 raise RuntimeError(f"episode {self.episode_id} has ended")
             event = Event(self.episode_id, len(self._events), kind, text, dict(data or {}), self._clock())
             self._events.append(event)
