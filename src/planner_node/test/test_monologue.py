@@ -280,3 +280,23 @@ def test_post_task_question_is_answered_in_text_only(make, tmp_path: Path) -> No
     assert not stored.interrupted and stored.events[-1].text.endswith("red block.")
     with pytest.raises(RuntimeError):
         t.append(EventKind.ROBOT_ACTION, "Robot action: not after the end")
+
+
+def test_profile_without_success_lines_is_refused_when_success_is_on(make) -> None:
+    im, ports, _, _ = make(TabletopWorld.random(1))
+    im.profile = SCENE_PROFILE
+    res = im.run("Stack the blocks.", EpisodeOptions(scene_feedback=True, success_feedback=True), Transcript("e"))
+    assert res.error == EpisodeError.INVALID_GOAL and "no Success lines" in res.reason and ports.executed == []
+
+
+def test_unexpected_error_ends_episode_with_transcript(make, tmp_path: Path) -> None:
+    im, ports, _, _ = make(TabletopWorld.random(1))
+
+    def broken(*_a):  # type: ignore[no-untyped-def]
+        raise KeyError("bug")
+
+    ports.affordances = broken
+    t = Transcript("e", tmp_path / "e.jsonl")
+    res = im.run("Stack the blocks.", EpisodeOptions(), t)
+    assert res.error == EpisodeError.INTERNAL_ERROR and "bug" in res.reason
+    assert not load_episode(tmp_path / "e.jsonl").interrupted

@@ -136,6 +136,9 @@ class InnerMonologue:
             return self._finish(transcript, EpisodeError.INVALID_GOAL, "the instruction is empty", 0, [])
         try:
             options.validate()
+            if options.success_feedback and not {"success_true", "success_false"} <= set(self.profile.formats):
+                raise ValueError(f"prompt profile {self.profile.name} has no Success lines; "
+                                 "switch Success feedback off for it")
         except ValueError as e:
             return self._finish(transcript, EpisodeError.INVALID_GOAL, str(e), 0, [])
         steps: list[StepRecord] = []
@@ -214,6 +217,9 @@ class InnerMonologue:
         except PortUnavailable as e:
             self.log.error("graph component unavailable: %s", e)
             return self._finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), executed, steps)
+        except Exception as e:  # a bug must still end the episode with its transcript saved
+            self.log.exception("episode failed unexpectedly")
+            return self._finish(transcript, EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}", executed, steps)
 
     def answer(self, question: str, transcript: Transcript, max_tokens: int = 64) -> str:
         """Answer a question about the scene in text, from the episode so far (IM Fig. 5d).
