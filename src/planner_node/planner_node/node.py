@@ -21,10 +21,10 @@ from monologue_interfaces.msg import HumanInput, SkillScore, StepScores, Transcr
 
 from .core.llm.base import LLMBackend
 from .core.llm.factory import make_backend
-from .core.monologue import EpisodeOptions, InnerMonologue, StepRecord
+from .core.monologue import STOP_PHRASES, EpisodeOptions, InnerMonologue, StepRecord
 from .core.prompts import load_profile
-from .core.transcript import Event, Transcript, find_interrupted, new_episode_id
-from .ros_ports import RosScenePort, RosSkillsPort, RosSuccessPort
+from .core.transcript import Event, StoredEpisode, Transcript, find_interrupted, new_episode_id
+from .ros_ports import RosHumanAsker, RosScenePort, RosSkillsPort, RosSuccessPort
 
 # inner_monologue: IM loop, the LLM scores admissible lines; inner_monologue_generative: the LLM writes
 # each line (IM's sim and real-tabletop mode); saycan: scoring x affordance, no feedback in the prompt.
@@ -57,6 +57,8 @@ class PlannerNode(Node):
         d("transcript_dir", "~/.ros/monologue/transcripts")
         d("timeouts.service", 10.0)  # s, for services and goal acceptance
         d("timeouts.skill", 120.0)  # s, for one skill to finish
+        d("human.stop_phrases", list(STOP_PHRASES))  # interjections that end the episode at once
+        d("timeouts.answer", 60.0)  # s, for a person to answer the robot's question (` and ask:`)
         for k, v in LLM_KEYS.items():
             d(f"llm.{k}", v)
 
@@ -69,7 +71,8 @@ class PlannerNode(Node):
         for ep in find_interrupted(self.transcript_dir):
             self.get_logger().warning(
                 f"interrupted episode {ep.header.get('episode_id', '?')} "
-                f"({len(ep.events)} events) in {ep.path}; it was not finished")
+                f"({len(ep.events)} events) in {ep.path}; it was not finished. Send ExecuteInstruction "
+                f"with resume_episode={ep.header.get('episode_id', ep.path.stem)!r} (or 'latest') to continue it")
 
         llm_cfg = {k: self._p(f"llm.{k}") for k in LLM_KEYS}
         if llm_cfg["n_threads"] == 0:  # all cores (llama-cpp-python's own default is half of them)
@@ -87,7 +90,7 @@ class PlannerNode(Node):
         self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT)
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
         self._busy = threading.Lock()
-        self.inbox = HumanInbox()
+        self.inbox = HumanInbox(RosHumanAsker(self, ports, svc_t))
         self._last: tuple[InnerMonologue, Transcript] | None = None
         self._human_sub = self.create_subscription(HumanInput, "human/input", self._on_human, 50,
                                                    callback_group=ports)
@@ -142,7 +145,7 @@ class PlannerNode(Node):
             raise ValueError("generation.fallback must be score or fail")
         if int(self._p("generation.max_reprompts")) < 0 or int(self._p("generation.max_tokens")) < 1:
             raise ValueError("generation.max_reprompts must be >= 0 and generation.max_tokens >= 1")
-        for k in ("timeouts.service", "timeouts.skill", "llm.timeout_s"):
+        for k in ("timeouts.service", "timeouts.skill", "timeouts.answer", "llm.timeout_s"):
             if float(self._p(k)) <= 0:
                 raise ValueError(f"{k} must be > 0 s")
 
@@ -175,6 +178,8 @@ class PlannerNode(Node):
             max_reprompts=int(self._p("generation.max_reprompts")),
             generation_fallback=str(self._p("generation.fallback")),
             max_tokens=int(self._p("generation.max_tokens")),
+            answer_timeout_s=float(self._p("timeouts.answer")),
+            stop_phrases=tuple(str(x) for x in self._p("human.stop_phrases") if str(x).strip()),
         )
         return options, strategy
 
@@ -191,15 +196,32 @@ class PlannerNode(Node):
             goal.abort()
             return ExecuteInstruction.Result(success=False, error_code=ExecuteInstruction.Result.INVALID_GOAL,
                                              reason=str(e))
-        profile = self.profile
-        if g.prompt_profile and g.prompt_profile != profile.name:
-            profile = load_profile(self.prompt_dir, g.prompt_profile)
-        episode_id = new_episode_id()
-        path = self.transcript_dir / f"{episode_id}.jsonl"
-        transcript = Transcript(episode_id, path, header={
-            "instruction": g.instruction, "strategy": strategy, "prompt_profile": profile.name,
-            "options": options.__dict__, "llm": self.llm.name,
-        }, logger=logging.getLogger("planner.transcript"))
+        stored: StoredEpisode | None = None
+        try:
+            if g.resume_episode:
+                stored = self._interrupted(g.resume_episode)
+            profile_name = g.prompt_profile or (stored.header.get("prompt_profile", "") if stored else "")
+            profile = self.profile
+            if profile_name and profile_name != profile.name:
+                profile = load_profile(self.prompt_dir, str(profile_name))
+        except ValueError as e:
+            self.get_logger().error(f"invalid goal: {e}")
+            goal.abort()
+            return ExecuteInstruction.Result(success=False, error_code=ExecuteInstruction.Result.INVALID_GOAL,
+                                             reason=str(e))
+        instruction = g.instruction
+        tlog = logging.getLogger("planner.transcript")
+        if stored is not None:
+            transcript = Transcript.reopen(stored, logger=tlog)
+            episode_id, path = transcript.episode_id, stored.path
+            instruction = instruction or str(stored.header.get("instruction", ""))
+        else:
+            episode_id = new_episode_id()
+            path = self.transcript_dir / f"{episode_id}.jsonl"
+            transcript = Transcript(episode_id, path, header={
+                "instruction": g.instruction, "strategy": strategy, "prompt_profile": profile.name,
+                "options": options.__dict__, "llm": self.llm.name,
+            }, logger=tlog)
 
         def publish(event: Event) -> None:
             msg = event_to_msg(event)
@@ -229,7 +251,7 @@ class PlannerNode(Node):
                               scene_feedback=False)
         self.inbox.open(episode_id)
         try:
-            result = monologue.run(g.instruction, options, transcript, cancel)
+            result = monologue.run(instruction, options, transcript, cancel, resume=stored is not None)
         finally:
             self.inbox.close()
             stop_watch.set()
@@ -250,6 +272,19 @@ class PlannerNode(Node):
         self.get_logger().info(f"episode {episode_id}: {result.error.name}: {result.reason}")
         return out
 
+    def _interrupted(self, which: str) -> StoredEpisode:
+        """The interrupted episode `which` (an episode id, or "latest") in transcript_dir."""
+        found = find_interrupted(self.transcript_dir)
+        if which == "latest":
+            if not found:
+                raise ValueError(f"no interrupted episode in {self.transcript_dir}")
+            return max(found, key=lambda ep: ep.path.stat().st_mtime)
+        for ep in found:
+            if which in (ep.header.get("episode_id"), ep.path.stem):
+                return ep
+        raise ValueError(f"no interrupted episode {which!r} in {self.transcript_dir} "
+                         f"(interrupted: {[ep.path.stem for ep in found]})")
+
     def _publish_scores(self, episode_id: str, r: StepRecord) -> None:
         msg = StepScores(episode_id=episode_id, step=r.step, normalization=r.normalization, chosen=r.chosen.text)
         msg.stamp = self.get_clock().now().to_msg()
@@ -268,9 +303,11 @@ class PlannerNode(Node):
 
 
 class HumanInbox:
-    """Interjections for the running episode; the planner drains it at every step boundary."""
+    """The planner's HumanPort: interjections for the running episode (drained at every step
+    boundary) and questions to a person through `asker`."""
 
-    def __init__(self) -> None:
+    def __init__(self, asker: Any = None) -> None:
+        self._asker = asker
         self._lock = threading.Lock()
         self._episode = ""
         self._texts: list[str] = []
@@ -295,6 +332,11 @@ class HumanInbox:
         with self._lock:
             out, self._texts = self._texts, []
             return out
+
+    def ask(self, question: str, timeout_s: float, cancel: threading.Event) -> str | None:
+        if self._asker is None:
+            return None
+        return self._asker.ask(question, timeout_s, cancel, self._episode)  # type: ignore[no-any-return]
 
 
 def event_to_msg(e: Event) -> TranscriptEvent:

@@ -13,7 +13,7 @@ from rclpy.task import Future
 
 from monologue_common.runtime import WaitTimeout, to_time
 from monologue_common.runtime import wait_future as _wait
-from monologue_interfaces.action import ExecuteSkill
+from monologue_interfaces.action import AskHuman, ExecuteSkill
 from monologue_interfaces.srv import DescribeScene, DetectSuccess, GetAffordances
 
 from .core.ports import PortUnavailable, SceneItem, SkillOption, SkillResult, SuccessReport
@@ -104,3 +104,38 @@ class RosSuccessPort:
                                     skill_end=to_time(end_s))
         res = wait_future(self._client.call_async(req), self._timeout, "detect_success")
         return SuccessReport(bool(res.success), float(res.confidence), res.explanation)
+
+
+class RosHumanAsker:
+    """Asks a person through the `ask_human` action (served by a human interface, e.g. monologue-human)."""
+
+    def __init__(self, node: Node, group: CallbackGroup, service_timeout_s: float) -> None:
+        self._node = node
+        self._action = ActionClient(node, AskHuman, "ask_human", callback_group=group)
+        self._service_timeout = service_timeout_s
+
+    def ask(self, question: str, timeout_s: float, cancel: threading.Event, episode_id: str = "") -> str | None:
+        log = self._node.get_logger()
+        if not self._action.wait_for_server(timeout_sec=min(timeout_s, self._service_timeout)):
+            log.warning(f"nobody serves ask_human; question unanswered: {question!r}")
+            return None
+        goal = AskHuman.Goal(question=question, episode_id=episode_id, timeout=float(timeout_s))
+        try:
+            handle = wait_future(self._action.send_goal_async(goal), self._service_timeout, "ask_human goal")
+        except PortUnavailable as e:
+            log.warning(f"ask_human: {e}")
+            return None
+        if handle is None or not handle.accepted:
+            log.warning("ask_human rejected the question")
+            return None
+        result_future = handle.get_result_async()
+        try:
+            wrapped = wait_future(result_future, timeout_s + self._service_timeout, "answer", cancel)
+        except PortUnavailable:
+            handle.cancel_goal_async()
+            return None
+        if wrapped is None:  # episode cancelled
+            handle.cancel_goal_async()
+            return None
+        r = wrapped.result
+        return str(r.answer) if r.answered else None

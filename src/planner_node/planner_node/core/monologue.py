@@ -21,6 +21,11 @@ from .prompts import PromptProfile
 from .transcript import EventKind, Transcript
 
 DONE_AFFORDANCE = 0.1  # SayCan's fixed affordance of the terminate skill (SC:L440)
+# Interjections that end the episode at the next step boundary without asking the LLM (compared after
+# lower-casing and dropping punctuation and courtesy words). Anything else goes to the LLM.
+STOP_PHRASES = ("stop", "stop it", "halt", "abort", "that's enough", "you can stop", "停", "停止", "停下",
+                "请停止", "请停下", "别动")
+_COURTESY = frozenset({"please", "robot", "now", "thanks", "thank", "you", "ok", "okay", "right"})
 
 
 class EpisodeError(IntEnum):
@@ -52,6 +57,8 @@ class EpisodeOptions:
     max_reprompts: int = 2  # generate: re-prompts after output that does not parse or is not admissible
     generation_fallback: str = "score"  # generate: after the re-prompts, "score" the admissible lines or "fail"
     max_tokens: int = 48  # generate: tokens per line
+    answer_timeout_s: float = 60.0  # s a person has to answer the robot's question (` and ask:`)
+    stop_phrases: tuple[str, ...] = STOP_PHRASES  # interjections that end the episode (STOPPED_BY_HUMAN)
 
     def validate(self) -> None:
         if self.max_steps < 1:
@@ -60,6 +67,8 @@ class EpisodeOptions:
             raise ValueError(f"unknown decoding {self.decoding!r}")
         if self.generation_fallback not in ("score", "fail"):
             raise ValueError(f"unknown generation_fallback {self.generation_fallback!r}")
+        if self.answer_timeout_s <= 0.0:
+            raise ValueError("answer_timeout_s must be > 0 s")
         if self.max_reprompts < 0 or self.max_tokens < 1:
             raise ValueError("max_reprompts must be >= 0 and max_tokens >= 1")
         if self.normalization not in ("sum", "mean", "softmax"):
@@ -86,6 +95,7 @@ class StepRecord:
     new_tokens: int
     llm_s: float
     step_s: float
+    suffix: str = ""  # generate + ` and ask:` profiles: "continue" or "ask: <question>" as written
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,10 @@ class InnerMonologue:
         options: EpisodeOptions,
         transcript: Transcript,
         cancel: threading.Event | None = None,
+        resume: bool = False,
     ) -> EpisodeResult:
+        """Run one episode. With `resume`, `transcript` holds an interrupted episode (see
+        Transcript.reopen) and the loop continues after its last event, counting its steps."""
         cancel = cancel or threading.Event()
         instruction = instruction.strip()
         if not instruction:
@@ -146,23 +159,38 @@ class InnerMonologue:
         try:
             items = self.scene.describe()
             categories = _categories(items)
-            if options.object_feedback:
-                names = [i.name for i in items if i.visible and i.category != "location"]
-                transcript.append(EventKind.SCENE_OBJECTS, self.profile.objects(names), {"objects": names})
-            transcript.append(EventKind.HUMAN_INSTRUCTION, self.profile.instruction(instruction),
-                              {"instruction": instruction})
+            every_step = self.profile.objects_every_step and options.object_feedback
+            first_step = 1
             goals: list[SubGoal] = []
-            if options.scene_feedback:
+            if resume:
+                first_step, goals = self._resume(transcript, options, categories)
+            else:
+                if options.object_feedback and not every_step:
+                    self._object_feedback(items, transcript)
+                transcript.append(EventKind.HUMAN_INSTRUCTION, self.profile.instruction(instruction),
+                                  {"instruction": instruction})
+            if options.scene_feedback and not resume:
                 missing = [k for k in ("goal_state", "progress", "thought") if k not in self.profile.formats]
                 if missing:
                     return self._finish(transcript, EpisodeError.INVALID_GOAL,
                                         f"prompt profile {self.profile.name} has no {missing} formats for "
                                         "Scene feedback (use im_sim_object_scene)", 0, [])
                 goals = self._goal_state(transcript, categories)
-            for step in range(1, options.max_steps + 1):
+            for step in range(first_step, options.max_steps + 1):
                 if cancel.is_set():
                     return self._finish(transcript, EpisodeError.CANCELED, "cancelled", executed, steps)
-                self._take_interjections(options, transcript)
+                interjected = self._take_interjections(options, transcript)
+                stop = next((t for t in interjected if is_stop_request(t, options.stop_phrases)), None)
+                if stop is not None:
+                    transcript.append(EventKind.ROBOT_THOUGHT, self.profile.done_line,
+                                      {"done": True, "stop_request": stop})
+                    return self._finish(transcript, EpisodeError.STOPPED_BY_HUMAN,
+                                        f"a person asked to stop: {stop!r}", executed, steps)
+                if every_step:
+                    if step > first_step:
+                        items = self.scene.describe()
+                        categories = _categories(items)
+                    self._object_feedback(items, transcript)
                 if options.decoding == "generate":
                     maybe = self._generate_step(step, options, transcript, categories)
                     if maybe is None:
@@ -178,13 +206,24 @@ class InnerMonologue:
                 chosen = record.chosen
                 if chosen.option is None:
                     transcript.append(EventKind.ROBOT_THOUGHT, chosen.text, {"done": True})
+                    if "stop_marker" in self.profile.formats:  # IM Listing 2: `robot.stop()` then `STOP`
+                        transcript.append(EventKind.ROBOT_THOUGHT, self.profile.formats["stop_marker"],
+                                          {"marker": True})
+                    if interjected:
+                        return self._finish(transcript, EpisodeError.STOPPED_BY_HUMAN,
+                                            f"the planner stopped after a person said {interjected[-1]!r}",
+                                            executed, steps)
                     return self._finish(transcript, EpisodeError.NONE, "the planner chose done", executed, steps)
                 opt = chosen.option
+                question = self._ask_or_continue(step, options, transcript, chosen, record.suffix)
                 transcript.append(
                     EventKind.ROBOT_ACTION, chosen.text,
                     {"skill": opt.skill, "args": list(opt.args), "step": step,
-                     "llm_score": chosen.llm_score, "affordance": chosen.affordance},
+                     "llm_score": chosen.llm_score, "affordance": chosen.affordance,
+                     **({"suffix": "ask" if question else "continue"} if self._asks(options) else {})},
                 )
+                if question:
+                    transcript.append(EventKind.ROBOT_QUESTION, question, {"question": question, "step": step})
                 result = self.skills.execute(opt.skill, opt.args, cancel)
                 executed += 1
                 if result.error_name == "CANCELED" or cancel.is_set():
@@ -204,6 +243,8 @@ class InnerMonologue:
                         ok, conf, why = False, 1.0, f"the skill reported {result.error_name}"
                     transcript.append(EventKind.SUCCESS, self.profile.success(ok),
                                       {"success": ok, "confidence": conf, "explanation": why})
+                if question:
+                    self._await_answer(question, options, transcript, cancel)
                 if options.scene_feedback:
                     self._progress(goals, transcript)
                     if self._thought(transcript):
@@ -221,6 +262,29 @@ class InnerMonologue:
             self.log.exception("episode failed unexpectedly")
             return self._finish(transcript, EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}", executed, steps)
 
+    def _resume(
+        self, transcript: Transcript, options: EpisodeOptions, categories: Mapping[str, str]
+    ) -> tuple[int, list[SubGoal]]:
+        """Pick up an interrupted episode: count its steps, settle an action whose outcome was not
+        recorded (the success detector looks at the world now), and recover the goal state."""
+        events = transcript.events
+        actions = [e for e in events if e.kind == EventKind.ROBOT_ACTION]
+        transcript.append(EventKind.ERROR, f"Resumed after an interruption, {len(actions)} steps in",
+                          {"resumed": True, "steps_before": len(actions)})
+        last = actions[-1] if actions else None
+        if last is not None and not any(e.kind == EventKind.SUCCESS and e.index > last.index for e in events):
+            skill, args = str(last.data.get("skill", "")), tuple(str(a) for a in last.data.get("args", []))
+            if options.success_feedback and skill:
+                report = self.success.detect(skill, args, last.stamp, self.clock())
+                transcript.append(EventKind.SUCCESS, self.profile.success(report.success),
+                                  {"success": report.success, "confidence": report.confidence,
+                                   "explanation": f"checked after the interruption: {report.explanation}"})
+        goals: list[SubGoal] = []
+        for e in events:
+            if e.kind == EventKind.ROBOT_THOUGHT and "goal_state" in e.data:
+                goals = parse_goal_state(e.text, categories)
+        return len(actions) + 1, goals
+
     def answer(self, question: str, transcript: Transcript, max_tokens: int = 64) -> str:
         """Answer a question about the scene in text, from the episode so far (IM Fig. 5d).
 
@@ -234,7 +298,7 @@ class InnerMonologue:
                           {"question": question}, post_task=post)
         fmt = self.profile.formats.get("thought", "Robot thought: {thought}")
         prefix = fmt.split("{thought}", 1)[0]
-        prompt = self.profile.render_prompt(transcript.prompt_lines()) + prefix
+        prompt = self.profile.prompt(transcript.prompt_events(), next_step=False) + prefix
         gen = self.llm.generate(prompt, stop=["\n"], max_tokens=max_tokens)
         text = _one_line(gen.text) or "I don't know."
         transcript.append(EventKind.ROBOT_THOUGHT, prefix + text, {"answer": text}, post_task=post)
@@ -243,7 +307,7 @@ class InnerMonologue:
     def _goal_state(self, transcript: Transcript, categories: Mapping[str, str]) -> list[SubGoal]:
         """IM A.1: the LLM first lists the desired sub-goals, `Robot thought: Goal state is [...]`."""
         prefix = self.profile.formats["goal_state"].split("{goals}", 1)[0]
-        prompt = self.profile.render_prompt(transcript.prompt_lines()) + prefix
+        prompt = self.profile.prompt(transcript.prompt_events(), next_step=False) + prefix
         gen = self.llm.generate(prompt, stop=["\n"], max_tokens=200)
         line = _one_line(prefix + gen.text)
         goals = parse_goal_state(line, categories)
@@ -271,7 +335,7 @@ class InnerMonologue:
     def _thought(self, transcript: Transcript) -> bool:
         """Chain of thought after the Scene line; True if the thought ends the episode."""
         prefix = self.profile.formats["thought"].split("{thought}", 1)[0]
-        prompt = self.profile.render_prompt(transcript.prompt_lines()) + prefix
+        prompt = self.profile.prompt(transcript.prompt_events(), next_step=False) + prefix
         gen = self.llm.generate(prompt, stop=["\n"], max_tokens=64)
         line = _one_line(prefix + gen.text)
         finished = parse_action(line, [], []).is_done
@@ -280,17 +344,78 @@ class InnerMonologue:
         transcript.append(EventKind.ROBOT_THOUGHT, line, {"done": finished})
         return finished
 
-    def _take_interjections(self, options: EpisodeOptions, transcript: Transcript) -> None:
+    def _take_interjections(self, options: EpisodeOptions, transcript: Transcript) -> list[str]:
         """Append what people said since the last step (a step boundary), if Human feedback is on."""
+        taken: list[str] = []
         if self.human is None:
-            return
+            return taken
         for text in self.human.poll():
             if not text.strip():
                 continue
             if options.human_feedback:
+                text = " ".join(text.split())
                 transcript.append(EventKind.HUMAN_INTERJECTION, self.profile.human(text), {"text": text})
+                taken.append(text)
             else:
                 self.log.warning("Human feedback is off; ignoring interjection %r", text)
+        return taken
+
+    def _object_feedback(self, items: Sequence[SceneItem], transcript: Transcript) -> None:
+        """Object feedback: the visible objects, and the occluded ones where the profile has a line."""
+        names = [i.name for i in items if i.visible and i.category != "location"]
+        transcript.append(EventKind.SCENE_OBJECTS, self.profile.objects(names), {"objects": names})
+        hidden = [i.name for i in items if not i.visible and i.category != "location"]
+        line = self.profile.occluded(hidden)
+        if line is not None:
+            transcript.append(EventKind.SCENE_OBJECTS, line, {"occluded": hidden})
+
+    def _asks(self, options: EpisodeOptions) -> bool:
+        return self.profile.can_ask and options.human_feedback and self.human is not None
+
+    def _ask_or_continue(
+        self, step: int, options: EpisodeOptions, transcript: Transcript, chosen: ScoredCandidate, suffix: str
+    ) -> str:
+        """IM A.3: after each step the LLM chooses ` and continue` or ` and ask: <question>`.
+
+        Returns the question, or "" to continue. In generate mode the LLM already wrote the suffix
+        (`suffix`); in score mode both suffixes are scored after the chosen step, and the question
+        is generated. A question that is empty or not text is logged and the robot continues.
+        """
+        if not self._asks(options):
+            return ""
+        f = self.profile.formats
+        ask_head = f["ask_suffix"].split("{question}", 1)[0].rstrip(" ")
+        prompt = self.profile.prompt(transcript.prompt_events()) + self.profile.lead + chosen.text
+        if suffix == "":
+            result = self.llm.score(prompt, [f["continue_suffix"], ask_head])
+            asks = result.scores[1].logprob > result.scores[0].logprob
+            self.log.info("step %d: continue %.2f vs ask %.2f -> %s", step, result.scores[0].logprob,
+                          result.scores[1].logprob, "ask" if asks else "continue")
+            if not asks:
+                return ""
+            gen = self.llm.generate(prompt + ask_head, stop=["\n", "Human:"], max_tokens=40)
+            suffix = "ask: " + gen.text
+        if not suffix.startswith("ask:"):
+            return ""
+        question = _one_line(suffix[len("ask:"):], 200).strip()
+        if not question or not any(ch.isalpha() for ch in question):
+            transcript.append(EventKind.ERROR, f"Rejected question {question!r}: no text; continuing",
+                              {"step": step, "output": question})
+            return ""
+        return question
+
+    def _await_answer(
+        self, question: str, options: EpisodeOptions, transcript: Transcript, cancel: threading.Event
+    ) -> None:
+        """Send the question to a person and append `Human: <answer>`; a timeout is logged only."""
+        assert self.human is not None
+        answer = self.human.ask(question, options.answer_timeout_s, cancel)
+        if answer is None or not answer.strip():
+            transcript.append(EventKind.ERROR, f"No answer to {question!r} within {options.answer_timeout_s:.0f} s",
+                              {"question": question, "timeout_s": options.answer_timeout_s})
+            return
+        answer = " ".join(answer.split())
+        transcript.append(EventKind.HUMAN_ANSWER, f"Human: {answer}", {"text": answer, "question": question})
 
     def _generate_step(
         self, step: int, options: EpisodeOptions, transcript: Transcript, categories: Mapping[str, str]
@@ -306,8 +431,8 @@ class InnerMonologue:
         options_by_call = {(o.skill, o.args): o for o in self.skills.affordances()
                            if o.affordance > 0.0 or not options.use_affordances}
         templates = {k: v.template for k, v in self.profile.skills.items()}
-        prompt = self.profile.render_prompt(transcript.prompt_lines())
-        action_prefix = self.profile.formats["action"].split("{action}", 1)[0]
+        prompt = self.profile.prompt(transcript.prompt_events())
+        action_prefix = self.profile.lead + self.profile.formats["action"].split("{action}", 1)[0]
         llm_s = 0.0
         for attempt in range(options.max_reprompts + 1):
             prefix = "" if attempt == 0 else action_prefix
@@ -315,6 +440,7 @@ class InnerMonologue:
             gen = self.llm.generate(prompt + prefix, stop=["\n"], max_tokens=options.max_tokens)
             llm_s += time.monotonic() - t_llm
             line = (prefix + gen.text).strip()
+            line, suffix = self._split_suffix(line)
             outcome = parse_action(line, list(options_by_call), list(categories), templates)
             self.log.info("step %d attempt %d: LLM wrote %r -> %s %s", step, attempt + 1, line,
                           outcome.kind.name, outcome.reason)
@@ -330,11 +456,26 @@ class InnerMonologue:
                                    "reason": outcome.reason})
                 continue
             return StepRecord(step, (chosen,), chosen, "generate", gen.prompt_tokens, gen.new_tokens_processed,
-                              llm_s, time.monotonic() - t0)
+                              llm_s, time.monotonic() - t0, suffix or "continue")
         if options.generation_fallback == "score":
             self.log.warning("step %d: no admissible generation; scoring the admissible lines instead", step)
             return self._plan_step(step, options, transcript, categories)
         return None
+
+    def _split_suffix(self, line: str) -> tuple[str, str]:
+        """`find a coke and ask: Is it cold?` -> (`find a coke`, `ask: Is it cold?`)."""
+        f = self.profile.formats
+        if not self.profile.can_ask:
+            return line, ""
+        ask_head = f["ask_suffix"].split("{question}", 1)[0].strip()  # "and ask:"
+        cont = f["continue_suffix"].strip()
+        low = line.lower()
+        i = low.find(" " + ask_head.lower())
+        if i >= 0:
+            return line[:i].strip(), "ask: " + line[i + 1 + len(ask_head):].strip()
+        if low.endswith(" " + cont.lower()):
+            return line[: len(line) - len(cont)].strip(), "continue"
+        return line, ""
 
     def _plan_step(
         self, step: int, options: EpisodeOptions, transcript: Transcript, categories: Mapping[str, str]
@@ -353,9 +494,9 @@ class InnerMonologue:
         if not options.scene_feedback:  # with Scene feedback, "Robot thought: None." ends the episode
             texts.append(self.profile.done_line)
             opts.append(None)
-        prompt = self.profile.render_prompt(transcript.prompt_lines())
+        prompt = self.profile.prompt(transcript.prompt_events())
         t_llm = time.monotonic()
-        result = self.llm.score(prompt, texts)
+        result = self.llm.score(prompt, [self.profile.lead + t for t in texts])
         llm_s = time.monotonic() - t_llm
         probs = normalize_scores(result.scores, options.normalization)
         cands: list[ScoredCandidate] = []
@@ -423,6 +564,16 @@ def parse_goal_state(line: str, categories: Mapping[str, str]) -> list[SubGoal]:
         else:
             out.append(SubGoal(item))
     return out
+
+
+def is_stop_request(text: str, phrases: Sequence[str] = STOP_PHRASES) -> bool:
+    """True if `text` is one of `phrases`, ignoring case, punctuation and courtesy words."""
+    def norm(t: str) -> str:
+        words = re.sub(r"[^\w\s']", " ", t.lower()).split()
+        return " ".join(w for w in words if w not in _COURTESY)
+
+    said = norm(text)
+    return bool(said) and said in {norm(p) for p in phrases}
 
 
 def _one_line(text: str, limit: int = 300) -> str:

@@ -79,6 +79,7 @@ _CALL_RE = re.compile(
 _PICK_PLACE_NL_RE = re.compile(
     r"^pick(?: up)? (?P<obj>.+?) and (?:place|put) (?:it )?(?:" + "|".join(_PREPOSITIONS) + r") (?P<target>.+)$")
 _PLACEHOLDER_RE = re.compile(r"\{(prep)?(\d+)\}")
+_ARTICLE_FIELD_RE = re.compile(r"\{a\d+\}\s*")
 
 
 class OutcomeKind(Enum):
@@ -331,7 +332,8 @@ class _Admissible:
             self.arities.setdefault(s, set()).add(len(a))
         self.templates: dict[str, str] = dict(DEFAULT_TEMPLATES)
         if templates:
-            self.templates.update({str(k): str(v) for k, v in templates.items()})
+            # `{a<i>}` is an article placeholder (prompts.SkillTemplate); articles are ignored here
+            self.templates.update({str(k): _ARTICLE_FIELD_RE.sub("", str(v)) for k, v in templates.items()})
         self.names: dict[str, str] = {}
         for name in _iter_names(objects, self.entries):
             key = normalize(name)

@@ -65,6 +65,10 @@ class HumanPort(Protocol):
         """Interjections received since the last poll, oldest first (UTF-8 text, any language)."""
         ...
 
+    def ask(self, question: str, timeout_s: float, cancel: threading.Event) -> str | None:
+        """Ask a person (IM active scene description); the answer, or None after `timeout_s` s."""
+        ...
+
 
 class SuccessPort(Protocol):
     def detect(self, skill: str, args: Sequence[str], start_s: float, end_s: float) -> SuccessReport: ...

@@ -98,6 +98,24 @@ class Transcript:
             record.update(dict(header or {}))
             self._write(record)
 
+    @classmethod
+    def reopen(
+        cls, stored: StoredEpisode, clock: Callable[[], float] = time.time, logger: logging.Logger | None = None
+    ) -> Transcript:
+        """Continue an interrupted episode: its events are kept and new ones go to the same file."""
+        if not stored.interrupted:
+            raise ValueError(f"episode in {stored.path} has ended; only an interrupted one can be resumed")
+        t = cls(str(stored.header.get("episode_id") or stored.path.stem), None, clock=clock, logger=logger)
+        t._events = list(stored.events)
+        t.path = stored.path
+        with open(stored.path, "rb+") as f:  # a line cut by the crash stays on its own (and is skipped)
+            f.seek(0, os.SEEK_END)
+            if f.tell() > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
+        return t
+
     @property
     def events(self) -> tuple[Event, ...]:
         with self._lock:
@@ -147,6 +165,10 @@ class Transcript:
     def prompt_lines(self, kinds: Iterable[EventKind] = PROMPT_KINDS) -> list[str]:
         wanted = set(kinds)
         return [e.text for e in self.events if e.kind in wanted and e.text]
+
+    def prompt_events(self) -> list[Event]:
+        """Events that are part of the LLM prompt, in order."""
+        return [e for e in self.events if e.kind in PROMPT_KINDS]
 
     def texts(self, kind: EventKind) -> list[str]:
         return [e.text for e in self.events if e.kind == kind]
