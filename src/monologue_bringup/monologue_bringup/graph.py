@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-ROBOTS: tuple[str, ...] = ("sim",)
+ROBOTS: tuple[str, ...] = ("sim", "ur5e")
 LLMS: tuple[str, ...] = ("embedded", "openai")
 
 

@@ -22,7 +22,7 @@ from .core.backend import SimBackend, SkillBackend
 from .core.tabletop import PlaceNoise, SceneSpec, TabletopWorld, random_spec
 from .core.types import ObjectState, SkillState
 
-BACKENDS = ("sim",)
+BACKENDS = ("sim", "ur5e")
 
 
 class SkillsNode(Node):
@@ -43,6 +43,7 @@ class SkillsNode(Node):
         self.declare_parameter("sim.completed_affordance", 0.0)
 
         self._frame = str(self.get_parameter("frame_id").value)
+        self._arm_bridge: Any = None  # ArmRosBridge for arm backends
         self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
         self._gt_lock = threading.Lock()
         self.backend = self._make_backend()
@@ -65,6 +66,11 @@ class SkillsNode(Node):
         kind = str(self.get_parameter("backend").value)
         if kind not in BACKENDS:
             raise ValueError(f"unknown skills backend {kind!r}; available: {BACKENDS}")
+        if kind == "ur5e":
+            from .arm_ros import ArmRosBridge  # imports ur_rtde only for this backend
+
+            self._arm_bridge = ArmRosBridge(self, logging.getLogger("skills.ur5e"))
+            return self._arm_bridge.backend  # type: ignore[no-any-return]
         p = self.get_parameter
         seed = int(p("sim.seed").value)
         if seed < 0:
@@ -144,6 +150,11 @@ class SkillsNode(Node):
         if not outcome.ok:
             self.get_logger().warning(f"{req.skill} failed: {outcome.error.name}: {outcome.message}")
         return result
+
+    def destroy_node(self) -> None:
+        if self._arm_bridge is not None:
+            self._arm_bridge.close()
+        super().destroy_node()
 
     def _publish_ground_truth(self) -> None:
         states = self.backend.ground_truth()

@@ -1,0 +1,317 @@
+"""The safety layer in front of every arm: skill allow-list, workspace box, minimum height,
+speed and acceleration limits, a latching software e-stop and an optional human approval gate.
+
+Targets outside the limits are refused (MotionRefused) before anything is sent to the arm.
+The software e-stop is a convenience stop for the operator and the planner; it is not a
+safety-rated stop and does not replace the robot's own emergency stop button.
+All lengths are metres in the robot base frame, angles radians, times seconds.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .arm import (
+    ArmFault,
+    ArmPort,
+    ArmStatus,
+    MotionRefused,
+    Refusal,
+    TcpPose,
+    Vector3,
+)
+from .types import SkillError, SkillRejected
+
+TWO_PI = 2.0 * math.pi
+ARG_MAX_LENGTH = 64  # characters per skill argument
+
+
+@dataclass(frozen=True)
+class SkillRule:
+    """One allowed skill and the names of its arguments (their count is enforced)."""
+
+    name: str
+    arg_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SafetyLimits:
+    """Limits every motion is checked against before it is sent."""
+
+    workspace_min: Vector3  # m, lowest corner of the box the TCP must stay in (base frame)
+    workspace_max: Vector3  # m, highest corner
+    min_height: float  # m, lowest TCP z (keeps the tool above the table / plates)
+    max_speed: float  # m/s, TCP
+    max_acceleration: float  # m/s^2, TCP
+    max_joint_speed: float  # rad/s, leading axis
+    max_joint_acceleration: float  # rad/s^2, leading axis
+    max_contact_travel: float = 0.30  # m, longest guarded move-until-contact
+    joint_min: tuple[float, ...] = (-TWO_PI,) * 6  # rad
+    joint_max: tuple[float, ...] = (TWO_PI,) * 6  # rad
+    skills: tuple[SkillRule, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        for lo, hi, axis in zip(self.workspace_min, self.workspace_max, "xyz"):
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(f"workspace {axis}: need finite min < max, got [{lo}, {hi}] m")
+        if len(self.workspace_min) != 3 or len(self.workspace_max) != 3:
+            raise ValueError("workspace_min and workspace_max need 3 values (x, y, z) in m")
+        if not math.isfinite(self.min_height):
+            raise ValueError("min_height must be finite (m)")
+        for name in ("max_speed", "max_acceleration", "max_joint_speed", "max_joint_acceleration",
+                     "max_contact_travel"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be > 0, got {value}")
+        if len(self.joint_min) != 6 or len(self.joint_max) != 6:
+            raise ValueError("joint_min and joint_max need 6 values (rad)")
+        if any(lo >= hi for lo, hi in zip(self.joint_min, self.joint_max)):
+            raise ValueError("joint_min must be below joint_max for every joint")
+        names = [s.name for s in self.skills]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate skills in the allow-list: {names}")
+
+    # ----- skills ---------------------------------------------------------------------------
+    def check_skill(self, skill: str, args: Sequence[str]) -> SkillRule:
+        """The allow-list rule for `skill`; raises SkillRejected if the skill or its arguments are not allowed."""
+        rule = next((s for s in self.skills if s.name == skill), None)
+        if rule is None:
+            raise SkillRejected(SkillError.UNKNOWN_SKILL,
+                                f"skill {skill!r} is not on the allow-list {[s.name for s in self.skills]}")
+        if len(args) != len(rule.arg_names):
+            raise SkillRejected(SkillError.INVALID_ARGUMENTS,
+                                f"{skill} takes {len(rule.arg_names)} argument(s) "
+                                f"({', '.join(rule.arg_names) or 'none'}), got {len(args)}")
+        for name, value in zip(rule.arg_names, args):
+            if not value.strip() or len(value) > ARG_MAX_LENGTH or not value.isprintable():
+                raise SkillRejected(SkillError.INVALID_ARGUMENTS,
+                                    f"{skill}: argument {name} must be 1-{ARG_MAX_LENGTH} printable "
+                                    f"characters, got {value!r}")
+        return rule
+
+    # ----- motions --------------------------------------------------------------------------
+    def check_position(self, x: float, y: float, z: float, what: str = "target") -> None:
+        if not all(math.isfinite(v) for v in (x, y, z)):
+            raise MotionRefused(Refusal.INVALID_TARGET, f"{what} has a non-finite coordinate ({x}, {y}, {z})")
+        for v, lo, hi, axis in zip((x, y, z), self.workspace_min, self.workspace_max, "xyz"):
+            if not lo <= v <= hi:
+                raise MotionRefused(
+                    Refusal.WORKSPACE,
+                    f"{what} {axis} = {v:.3f} m is outside the workspace [{lo:.3f}, {hi:.3f}] m")
+        if z < self.min_height:
+            raise MotionRefused(Refusal.MIN_HEIGHT,
+                                f"{what} z = {z:.3f} m is below the minimum height {self.min_height:.3f} m")
+
+    def check_pose(self, pose: TcpPose, what: str = "target") -> None:
+        if not all(math.isfinite(v) for v in pose.as_list()):
+            raise MotionRefused(Refusal.INVALID_TARGET, f"{what} pose has a non-finite value: {pose.as_list()}")
+        self.check_position(pose.x, pose.y, pose.z, what)
+
+    def check_linear(self, pose: TcpPose, speed: float, acceleration: float) -> None:
+        self._check_rate(speed, self.max_speed, Refusal.SPEED, "speed", "m/s")
+        self._check_rate(acceleration, self.max_acceleration, Refusal.ACCELERATION, "acceleration", "m/s^2")
+        self.check_pose(pose)
+
+    def check_joints(self, q: Sequence[float], speed: float, acceleration: float,
+                     forward_kinematics: Callable[[Sequence[float]], TcpPose] | None = None) -> None:
+        """Joint limits and rates; with forward kinematics, the TCP at `q` must be in the workspace too.
+
+        A joint-space path is not a straight line in Cartesian space: only its end point is checked.
+        """
+        self._check_rate(speed, self.max_joint_speed, Refusal.JOINT_SPEED, "joint speed", "rad/s")
+        self._check_rate(acceleration, self.max_joint_acceleration, Refusal.JOINT_ACCELERATION,
+                         "joint acceleration", "rad/s^2")
+        if len(q) != 6 or not all(math.isfinite(v) for v in q):
+            raise MotionRefused(Refusal.INVALID_TARGET, f"joint target needs 6 finite values (rad), got {list(q)}")
+        for i, (v, lo, hi) in enumerate(zip(q, self.joint_min, self.joint_max)):
+            if not lo <= v <= hi:
+                raise MotionRefused(Refusal.JOINT_LIMITS,
+                                    f"joint {i} target {v:.3f} rad is outside [{lo:.3f}, {hi:.3f}] rad")
+        if forward_kinematics is not None:
+            self.check_pose(forward_kinematics(q), "TCP at the joint target")
+
+    def check_contact(self, start: TcpPose, direction: Vector3, speed: float, max_travel: float) -> None:
+        """A guarded move from `start`: its farthest point (start + max_travel along direction) must be allowed."""
+        norm = math.sqrt(sum(c * c for c in direction))
+        if not math.isfinite(norm) or norm < 1e-9:
+            raise MotionRefused(Refusal.INVALID_TARGET, f"contact direction {direction} is not a direction")
+        self._check_rate(speed, self.max_speed, Refusal.SPEED, "contact speed", "m/s")
+        if not (math.isfinite(max_travel) and 0 < max_travel <= self.max_contact_travel):
+            raise MotionRefused(Refusal.CONTACT_TRAVEL,
+                                f"contact travel {max_travel:.3f} m must be in (0, {self.max_contact_travel:.3f}] m")
+        end = [s + c / norm * max_travel for s, c in zip(start.position, direction)]
+        self.check_position(end[0], end[1], end[2], "farthest point of the contact move")
+
+    @staticmethod
+    def _check_rate(value: float, limit: float, refusal: Refusal, name: str, unit: str) -> None:
+        if not (math.isfinite(value) and 0 < value <= limit):
+            raise MotionRefused(refusal, f"{name} {value:g} {unit} must be in (0, {limit:g}] {unit}")
+
+
+class ApprovalGate(Protocol):
+    """A person approves a motion or a skill before it runs."""
+
+    def approve(self, request: str, timeout_s: float) -> bool:
+        """True if approved; False if denied or not answered within timeout_s (s)."""
+        ...
+
+
+class SafeArm:
+    """An ArmPort that checks every command against SafetyLimits, the e-stop latch, the arm's
+    own fault state and (optionally) a person, before passing it to the wrapped arm."""
+
+    RESTOP_PERIOD_S = 0.02  # s, stop() is repeated this often while a motion is still in flight after an e-stop
+
+    def __init__(
+        self,
+        arm: ArmPort,
+        limits: SafetyLimits,
+        logger: logging.Logger,
+        forward_kinematics: Callable[[Sequence[float]], TcpPose] | None = None,
+        approval: ApprovalGate | None = None,
+        approval_timeout_s: float = 30.0,
+    ) -> None:
+        if approval_timeout_s <= 0:
+            raise ValueError("approval_timeout_s must be > 0 s")
+        self.arm = arm
+        self.limits = limits
+        self._log = logger
+        self._fk = forward_kinematics
+        self._approval = approval
+        self._approval_timeout_s = approval_timeout_s
+        self._lock = threading.Lock()
+        self._estop = threading.Event()
+        self._estop_reason = ""
+        self._in_flight = 0  # motions passed to the arm that have not returned yet
+
+    # ----- e-stop ---------------------------------------------------------------------------
+    @property
+    def estop_latched(self) -> bool:
+        return self._estop.is_set()
+
+    @property
+    def estop_reason(self) -> str:
+        return self._estop_reason
+
+    def engage_estop(self, reason: str) -> None:
+        """Latch the e-stop and stop the arm at once; every later motion is refused until reset_estop()."""
+        with self._lock:
+            first = not self._estop.is_set()
+            self._estop.set()
+            if first:
+                self._estop_reason = reason
+            in_flight = self._in_flight
+        if first:
+            self._log.error("software e-stop engaged: %s", reason)
+        self._stop_quietly()
+        if in_flight:
+            # A motion that passed its checks just before the latch may reach the robot after this
+            # stop(); keep stopping until it has returned.
+            threading.Thread(target=self._restop_while_in_flight, name="estop-restop", daemon=True).start()
+
+    def reset_estop(self) -> bool:
+        """Clear the latch; True if it was latched."""
+        with self._lock:
+            was = self._estop.is_set()
+            self._estop.clear()
+            self._estop_reason = ""
+        if was:
+            self._log.warning("software e-stop reset")
+        return was
+
+    def _restop_while_in_flight(self) -> None:
+        while self._estop.is_set():
+            with self._lock:
+                if self._in_flight == 0:
+                    return
+            self._stop_quietly()
+            threading.Event().wait(self.RESTOP_PERIOD_S)
+
+    def _stop_quietly(self) -> None:
+        try:
+            self.arm.stop()
+        except Exception as e:  # a dead connection must not hide the latch
+            self._log.error("stop() failed: %s", e)
+
+    # ----- motions --------------------------------------------------------------------------
+    def check_joint_target(self, q: Sequence[float], speed: float, acceleration: float) -> None:
+        """Raise MotionRefused if move_joints(q, speed, acceleration) would be refused (nothing is sent)."""
+        self.limits.check_joints(q, speed, acceleration, self._fk)
+
+    def move_linear(self, pose: TcpPose, speed: float, acceleration: float) -> None:
+        self.limits.check_linear(pose, speed, acceleration)
+        self._run(f"move linearly to {pose} at {speed:g} m/s",
+                  lambda: self.arm.move_linear(pose, speed, acceleration))
+
+    def move_joints(self, q: Sequence[float], speed: float, acceleration: float) -> None:
+        self.check_joint_target(q, speed, acceleration)
+        target = [round(float(v), 4) for v in q]
+        self._run(f"move joints to {target} rad at {speed:g} rad/s",
+                  lambda: self.arm.move_joints(q, speed, acceleration))
+
+    def move_until_contact(self, direction: Vector3, speed: float, max_travel: float) -> bool:
+        self._refuse_if_latched()
+        self.limits.check_contact(self.arm.tcp_pose(), direction, speed, max_travel)
+        result: list[bool] = []
+        self._run(f"move along {direction} until contact, at most {max_travel:.3f} m at {speed:g} m/s",
+                  lambda: result.append(self.arm.move_until_contact(direction, speed, max_travel)))
+        return result[0]
+
+    def set_suction(self, on: bool) -> None:
+        # Refused under the e-stop too: switching suction off would drop a held object.
+        self._refuse_if_latched()
+        self.arm.set_suction(on)
+
+    def _run(self, description: str, motion: Callable[[], object]) -> None:
+        self._refuse_if_latched()
+        self._refuse_if_faulted()
+        if self._approval is not None:
+            if not self._approval.approve(description, self._approval_timeout_s):
+                raise MotionRefused(Refusal.NOT_APPROVED, f"not approved within {self._approval_timeout_s:g} s: "
+                                                          f"{description}")
+        with self._lock:
+            self._refuse_if_latched()
+            self._in_flight += 1
+        try:
+            motion()
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _refuse_if_latched(self) -> None:
+        if self._estop.is_set():
+            raise MotionRefused(Refusal.ESTOP, f"software e-stop is latched ({self._estop_reason}); reset it first")
+
+    def _refuse_if_faulted(self) -> None:
+        status = self.arm.status()
+        kind = status.fault()
+        if kind is not None:
+            raise ArmFault(kind, f"the arm cannot move: {status.describe()}")
+
+    # ----- pass-through ---------------------------------------------------------------------
+    def holding(self) -> bool:
+        return self.arm.holding()
+
+    def stop(self) -> None:
+        self.arm.stop()
+
+    def tcp_pose(self) -> TcpPose:
+        return self.arm.tcp_pose()
+
+    def joint_positions(self) -> list[float]:
+        return self.arm.joint_positions()
+
+    def status(self) -> ArmStatus:
+        return self.arm.status()
+
+
+APPROVING_ANSWERS = frozenset({"y", "yes", "ok", "okay", "approve", "approved", "go", "go ahead"})
+
+
+def is_approval(answer: str) -> bool:
+    """True if a person's free-text answer approves (yes / y / ok / approve / go); anything else denies."""
+    return answer.strip().strip(".!").lower() in APPROVING_ANSWERS
