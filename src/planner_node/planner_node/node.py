@@ -24,7 +24,7 @@ from .core.llm.factory import make_backend
 from .core.monologue import STOP_PHRASES, EpisodeOptions, InnerMonologue, StepRecord
 from .core.prompts import load_profile
 from .core.transcript import Event, StoredEpisode, Transcript, find_interrupted, new_episode_id
-from .ros_ports import RosHumanAsker, RosScenePort, RosSkillsPort, RosSuccessPort
+from .ros_ports import RosHumanAsker, RosRobotStatus, RosScenePort, RosSkillsPort, RosSuccessPort
 
 # inner_monologue: IM loop, the LLM scores admissible lines; inner_monologue_generative: the LLM writes
 # each line (IM's sim and real-tabletop mode); saycan: scoring x affordance, no feedback in the prompt.
@@ -58,6 +58,7 @@ class PlannerNode(Node):
         d("timeouts.service", 10.0)  # s, for services and goal acceptance
         d("timeouts.skill", 120.0)  # s, for one skill to finish
         d("human.stop_phrases", list(STOP_PHRASES))  # interjections that end the episode at once
+        d("timeouts.fault_pause", 300.0)  # s, to wait for a faulted robot (robot/status) before failing
         d("timeouts.answer", 60.0)  # s, for a person to answer the robot's question (` and ask:`)
         for k, v in LLM_KEYS.items():
             d(f"llm.{k}", v)
@@ -86,6 +87,7 @@ class PlannerNode(Node):
         self.skills = RosSkillsPort(self, ports, svc_t, skill_t)
         self.scene = RosScenePort(self, ports, svc_t)
         self.success = RosSuccessPort(self, ports, svc_t)
+        self.robot_status = RosRobotStatus(self, ports)
 
         self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT)
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
@@ -145,7 +147,7 @@ class PlannerNode(Node):
             raise ValueError("generation.fallback must be score or fail")
         if int(self._p("generation.max_reprompts")) < 0 or int(self._p("generation.max_tokens")) < 1:
             raise ValueError("generation.max_reprompts must be >= 0 and generation.max_tokens >= 1")
-        for k in ("timeouts.service", "timeouts.skill", "timeouts.answer", "llm.timeout_s"):
+        for k in ("timeouts.service", "timeouts.skill", "timeouts.answer", "timeouts.fault_pause", "llm.timeout_s"):
             if float(self._p(k)) <= 0:
                 raise ValueError(f"{k} must be > 0 s")
 
@@ -179,6 +181,7 @@ class PlannerNode(Node):
             generation_fallback=str(self._p("generation.fallback")),
             max_tokens=int(self._p("generation.max_tokens")),
             answer_timeout_s=float(self._p("timeouts.answer")),
+            fault_pause_s=float(self._p("timeouts.fault_pause")),
             stop_phrases=tuple(str(x) for x in self._p("human.stop_phrases") if str(x).strip()),
         )
         return options, strategy
@@ -245,7 +248,8 @@ class PlannerNode(Node):
         threading.Thread(target=watch_cancel, daemon=True).start()
         monologue = InnerMonologue(self.llm, self.skills, self.scene, self.success, profile,
                                    logging.getLogger("planner.monologue"),
-                                   on_step=lambda r: self._publish_scores(episode_id, r), human=self.inbox)
+                                   on_step=lambda r: self._publish_scores(episode_id, r), human=self.inbox,
+                                   robot=self.robot_status)
         if strategy == "saycan":
             options = replace(options, object_feedback=False, success_feedback=False, human_feedback=False,
                               scene_feedback=False)

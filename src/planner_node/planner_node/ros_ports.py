@@ -11,9 +11,11 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 
+from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, to_time
 from monologue_common.runtime import wait_future as _wait
 from monologue_interfaces.action import AskHuman, ExecuteSkill
+from monologue_interfaces.msg import RobotStatus
 from monologue_interfaces.srv import DescribeScene, DetectSuccess, GetAffordances
 
 from .core.ports import PortUnavailable, SceneItem, SkillOption, SkillResult, SuccessReport
@@ -139,3 +141,36 @@ class RosHumanAsker:
             return None
         r = wrapped.result
         return str(r.answer) if r.answered else None
+
+
+class RosRobotStatus:
+    """The skills node's latched `robot/status`. No status ever received counts as able to move
+    (backends such as the simulator do not publish one)."""
+
+    def __init__(self, node: Node, group: CallbackGroup) -> None:
+        self._cond = threading.Condition()
+        self._last: RobotStatus | None = None
+        node.create_subscription(RobotStatus, "robot/status", self._on_status, LATCHED, callback_group=group)
+
+    def _on_status(self, msg: RobotStatus) -> None:
+        with self._cond:
+            self._last = msg
+            self._cond.notify_all()
+
+    def fault(self) -> str | None:
+        with self._cond:
+            m = self._last
+        if m is None or m.ok:
+            return None
+        return m.fault or f"robot not ready (mode {m.robot_mode_name}, safety {m.safety_mode_name})"
+
+    def wait_ok(self, timeout_s: float, cancel: threading.Event) -> str | None:
+        deadline = time.monotonic() + timeout_s
+        while not cancel.is_set():
+            fault = self.fault()
+            left = deadline - time.monotonic()
+            if fault is None or left <= 0:
+                return fault
+            with self._cond:
+                self._cond.wait(min(left, 0.2))
+        return self.fault()

@@ -279,3 +279,41 @@ def test_saycan_steps_share_the_robot_line() -> None:
     assert prof.prompt(t.prompt_events()).endswith(
         "Human: How would you bring me a coke?\nRobot: 1. find a coke, 2. pick up the coke, 3.")
     assert prof.prompt(t.prompt_events(), next_step=False).endswith("2. pick up the coke\n")
+
+
+class Status:
+    """A robot that is faulted for the first `faulted_s` seconds of each wait (or for ever)."""
+
+    def __init__(self, clears: bool) -> None:
+        self.clears, self.waits = clears, 0
+        self._fault: str | None = "protective stop"
+
+    def fault(self) -> str | None:
+        return self._fault
+
+    def wait_ok(self, timeout_s: float, cancel: threading.Event) -> str | None:
+        self.waits += 1
+        if self.clears:
+            self._fault = None
+        return self._fault
+
+
+@pytest.mark.parametrize("clears", [True, False])
+def test_planner_pauses_while_the_robot_is_faulted(scripted, world_ports, clears: bool) -> None:  # type: ignore[no-untyped-def]
+    from skills_node.core.tabletop import TabletopWorld
+
+    world = TabletopWorld.random(3, num_blocks=1, num_bowls=1, matching_bowls=True)
+    ports = world_ports(world)
+    status = Status(clears)
+    im = InnerMonologue(scripted(lambda c, p: 0 if "Success: True" not in p[-40:] else len(c) - 1), ports, ports,
+                        ports, profile("im_sim_object_success"), logging.getLogger("t"), robot=status)
+    t = Transcript("e")
+    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(fault_pause_s=1.0), t)
+    errors = [e.text for e in t.events if e.kind == EventKind.ERROR]
+    assert errors[0] == "Paused: protective stop" and status.waits == 1
+    if clears:
+        assert res.error == EpisodeError.NONE and len(ports.executed) == 1
+        assert errors[1] == "Resumed: the robot can move again"
+    else:
+        assert res.error == EpisodeError.ROBOT_FAULT and ports.executed == []
+        assert "protective stop" in res.reason

@@ -16,7 +16,16 @@ from enum import IntEnum
 
 from .llm.base import LLMBackend, LLMError, normalize_scores
 from .parsing import parse_action
-from .ports import HumanPort, PortUnavailable, SceneItem, ScenePort, SkillOption, SkillsPort, SuccessPort
+from .ports import (
+    HumanPort,
+    PortUnavailable,
+    RobotStatusPort,
+    SceneItem,
+    ScenePort,
+    SkillOption,
+    SkillsPort,
+    SuccessPort,
+)
 from .prompts import PromptProfile
 from .transcript import EventKind, Transcript
 
@@ -40,6 +49,7 @@ class EpisodeError(IntEnum):
     PLANNING_FAILED = 6
     STOPPED_BY_HUMAN = 7
     INTERNAL_ERROR = 8
+    ROBOT_FAULT = 9
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,7 @@ class EpisodeOptions:
     max_tokens: int = 48  # generate: tokens per line
     answer_timeout_s: float = 60.0  # s a person has to answer the robot's question (` and ask:`)
     stop_phrases: tuple[str, ...] = STOP_PHRASES  # interjections that end the episode (STOPPED_BY_HUMAN)
+    fault_pause_s: float = 300.0  # s to wait for a faulted robot (protective stop, e-stop) before giving up
 
     def validate(self) -> None:
         if self.max_steps < 1:
@@ -67,8 +78,8 @@ class EpisodeOptions:
             raise ValueError(f"unknown decoding {self.decoding!r}")
         if self.generation_fallback not in ("score", "fail"):
             raise ValueError(f"unknown generation_fallback {self.generation_fallback!r}")
-        if self.answer_timeout_s <= 0.0:
-            raise ValueError("answer_timeout_s must be > 0 s")
+        if self.answer_timeout_s <= 0.0 or self.fault_pause_s <= 0.0:
+            raise ValueError("answer_timeout_s and fault_pause_s must be > 0 s")
         if self.max_reprompts < 0 or self.max_tokens < 1:
             raise ValueError("max_reprompts must be >= 0 and max_tokens >= 1")
         if self.normalization not in ("sum", "mean", "softmax"):
@@ -122,6 +133,7 @@ class InnerMonologue:
         on_step: Callable[[StepRecord], None] | None = None,
         clock: Callable[[], float] = time.time,
         human: HumanPort | None = None,
+        robot: RobotStatusPort | None = None,
     ) -> None:
         self.llm = llm
         self.skills = skills
@@ -132,6 +144,7 @@ class InnerMonologue:
         self.on_step = on_step
         self.clock = clock
         self.human = human
+        self.robot = robot
 
     def run(
         self,
@@ -224,6 +237,13 @@ class InnerMonologue:
                 )
                 if question:
                     transcript.append(EventKind.ROBOT_QUESTION, question, {"question": question, "step": step})
+                fault = self._pause_while_faulted(options, transcript, cancel)
+                if cancel.is_set():
+                    return self._finish(transcript, EpisodeError.CANCELED, "cancelled while paused", executed, steps)
+                if fault is not None:
+                    return self._finish(transcript, EpisodeError.ROBOT_FAULT,
+                                        f"the robot stayed faulted for {options.fault_pause_s:.0f} s: {fault}",
+                                        executed, steps)
                 result = self.skills.execute(opt.skill, opt.args, cancel)
                 executed += 1
                 if result.error_name == "CANCELED" or cancel.is_set():
@@ -359,6 +379,23 @@ class InnerMonologue:
             else:
                 self.log.warning("Human feedback is off; ignoring interjection %r", text)
         return taken
+
+    def _pause_while_faulted(
+        self, options: EpisodeOptions, transcript: Transcript, cancel: threading.Event
+    ) -> str | None:
+        """Before a skill: if the robot reports a fault, pause (logged) until it clears or the pause
+        times out. Returns the fault that remains, or None."""
+        if self.robot is None:
+            return None
+        fault = self.robot.fault()
+        if fault is None:
+            return None
+        self.log.warning("robot fault, pausing up to %.0f s: %s", options.fault_pause_s, fault)
+        transcript.append(EventKind.ERROR, f"Paused: {fault}", {"fault": fault, "pause_s": options.fault_pause_s})
+        remaining = self.robot.wait_ok(options.fault_pause_s, cancel)
+        if remaining is None and not cancel.is_set():
+            transcript.append(EventKind.ERROR, "Resumed: the robot can move again", {"fault_cleared": fault})
+        return remaining
 
     def _object_feedback(self, items: Sequence[SceneItem], transcript: Transcript) -> None:
         """Object feedback: the visible objects, and the occluded ones where the profile has a line."""

@@ -72,3 +72,13 @@ class HumanPort(Protocol):
 
 class SuccessPort(Protocol):
     def detect(self, skill: str, args: Sequence[str], start_s: float, end_s: float) -> SuccessReport: ...
+
+
+class RobotStatusPort(Protocol):
+    def fault(self) -> str | None:
+        """Why the robot may not move now (protective stop, e-stop latched, ...), or None if it may."""
+        ...
+
+    def wait_ok(self, timeout_s: float, cancel: threading.Event) -> str | None:
+        """Wait up to `timeout_s` s for the robot to be able to move; the remaining fault or None."""
+        ...
