@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import Pose as PoseMsg
+from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Bool
 from tf2_msgs.msg import TFMessage
 
 from monologue_interfaces.action import ArmCommand
@@ -90,6 +92,8 @@ class Probe:
     tf: list[TFMessage] = field(default_factory=list)
     tf_static: list[TFMessage] = field(default_factory=list)
     joints: list[JointState] = field(default_factory=list)
+    tcp: list[PoseStamped] = field(default_factory=list)
+    holding: list[Bool] = field(default_factory=list)
     feedback: list[Any] = field(default_factory=list)
 
     def spin_until(self, done: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -138,6 +142,8 @@ def probe(sim_process: list[str]) -> Iterator[Probe]:
     node.create_subscription(TFMessage, "/tf", p.tf.append, 100)
     node.create_subscription(TFMessage, "/tf_static", p.tf_static.append, LATCHED)
     node.create_subscription(JointState, "joint_states", p.joints.append, 10)
+    node.create_subscription(PoseStamped, "tcp_pose", p.tcp.append, 10)
+    node.create_subscription(Bool, "suction/holding", p.holding.append, LATCHED)
     try:
         started = time.monotonic()
         while not p.arm.wait_for_server(timeout_sec=0.5):
@@ -252,6 +258,12 @@ def test_pick_and_place_through_arm_command(probe: Probe) -> None:
     picked = _pick(probe, "red block")
     assert picked[1].contact and not picked[1].holding
     assert picked[2].holding and picked[3].holding
+    n = len(probe.holding)
+    probe.spin_until(lambda: len(probe.holding) > n + 1, 5.0, "the vacuum sensor topic")
+    assert probe.holding[-1].data  # the state a program polls agrees with the command results
+    tcp = probe.tcp[-1].pose.position
+    assert (tcp.x, tcp.y, tcp.z) == pytest.approx((picked[3].tcp_pose.position.x, picked[3].tcp_pose.position.y,
+                                                   picked[3].tcp_pose.position.z), abs=1e-4)
     assert probe.feedback and 0.0 <= probe.feedback[-1].progress <= 1.0
     placed = _descend_and_back(probe, _down_pose(bowl[0], bowl[1], 0.06 + HOVER), suction_on=False)
     assert placed[0].holding and placed[1].contact and not placed[2].holding

@@ -1,9 +1,9 @@
 """tabletop_sim: the MuJoCo tabletop as a ROS 2 node that looks like a real UR5e with a RealSense.
 
-Publishes camera images (rgb8 colour, 16UC1 aligned depth in mm, CameraInfo), joint_states, /tf and
-/tf_static, and the ground truth on sim/ground_truth; serves the arm on the `arm/command` action
-(ArmCommand, ur_rtde-like) and the scene on `sim/reset` and `sim/disturb`. rclpy adapter only: the
-simulation lives in tabletop_sim.core.
+Publishes camera images (rgb8 colour, 16UC1 aligned depth in mm, CameraInfo), joint_states, tcp_pose,
+suction/holding, /tf and /tf_static, and the ground truth on sim/ground_truth; serves the arm on the
+`arm/command` action (ArmCommand, ur_rtde-like) and the scene on `sim/reset` and `sim/disturb`. rclpy
+adapter only: the simulation lives in tabletop_sim.core.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
-from std_msgs.msg import Header  # noqa: E402
+from std_msgs.msg import Bool, Header  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from monologue_common.qos import LATCHED  # noqa: E402
@@ -106,6 +106,9 @@ class TabletopSimNode(Node):
         self._gt_lock = threading.Lock()
         self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
         self._js_pub = self.create_publisher(JointState, "joint_states", 10)
+        # The robot state a program polls (ur_rtde getActualTCPPose, the vacuum sensor input).
+        self._tcp_pub = self.create_publisher(PoseStamped, "tcp_pose", 10)
+        self._holding_pub = self.create_publisher(Bool, "suction/holding", LATCHED)
         self._tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         self._rgb_pub = self.create_publisher(Image, "camera/color/image_raw", IMAGE_QOS)
@@ -268,6 +271,8 @@ class TabletopSimNode(Node):
             q = self.world.joint_positions()
             qd = self.world.joint_velocities()
             tool0 = self.world.tool0_pose()
+            tcp = self.world.tcp_pose()
+            holding = self.world.holding()
         js = JointState()
         js.header.stamp = stamp
         js.name = list(ARM_JOINTS)
@@ -275,6 +280,8 @@ class TabletopSimNode(Node):
         js.velocity = [float(v) for v in qd]
         self._js_pub.publish(js)
         self._tf_pub.publish(TFMessage(transforms=[_transform(stamp, BASE_FRAME, "tool0", tool0)]))
+        self._tcp_pub.publish(PoseStamped(header=Header(stamp=stamp, frame_id=BASE_FRAME), pose=_pose_msg(tcp)))
+        self._holding_pub.publish(Bool(data=holding))
 
     def _publish_static_tf(self) -> None:
         stamp = self.get_clock().now().to_msg()
