@@ -46,7 +46,7 @@ def sim_process(ros_domain: int) -> Iterator[list[str]]:
     params = {
         "sim.seed": "3", "sim.block_colors": "[red, purple]", "sim.bowl_colors": "[green]",
         "sim.heavy_blocks": "[purple]", "camera.width": str(WIDTH), "camera.height": str(HEIGHT),
-        "camera.rate": "5.0", "real_time_factor": "10.0",
+        "camera.rate": "5.0", "real_time_factor": "10",  # an integer: parameters are dynamically typed
     }
     cmd = [str(exe), "--ros-args", "-r", "__node:=tabletop_sim", "--params-file",
            str(REPO / "config" / "robots" / "sim.yaml")]
