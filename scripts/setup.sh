@@ -27,6 +27,11 @@
 #      come from apt, as ROS's C extensions are built against apt's NumPy).
 #      Switching between the two paths recreates .venv.
 #
+# Packages built only on path 1: src/vendor/tf2_msgs, a stand-in for ROS 2's tf2_msgs (TFMessage only,
+# the same definition and type hash) because no tf2_msgs wheel exists. On path 2 the real tf2_msgs comes
+# from the ROS install, so this script never builds the stand-in there (colcon --packages-skip) and
+# deletes a copy left in build/ or install/ by an earlier wheels build, so it can never shadow the real one.
+#
 # Afterwards: `. scripts/env.sh` in any shell (bash) to use the workspace.
 #
 # Options:
@@ -318,6 +323,8 @@ list_files() {
   find "$@" -mindepth 1 \( -name __pycache__ -o -name '*.egg-info' -o -name '.*' \) -prune \
        -o -type f -not -name '*.pyc' -printf '%p %s %T@\n' | LC_ALL=C sort
 }
+# Packages of src/ that exist only for the PyPI-wheel path (see the header).
+WHEELS_ONLY_PACKAGES=(tf2_msgs)
 declare -A PKG_DIR=()
 discover_packages() {
   local f d name
@@ -327,6 +334,9 @@ discover_packages() {
     [ -e "$d/COLCON_IGNORE" ] && continue
     name="$(sed -n 's:.*<name>[[:space:]]*\([^<[:space:]]*\)[[:space:]]*</name>.*:\1:p' "$f" | head -n 1)"
     [ -n "$name" ] || name="$(basename "$d")"
+    if [ "$MODE" = "system" ] && [[ " ${WHEELS_ONLY_PACKAGES[*]} " == *" $name "* ]]; then
+      continue
+    fi
     PKG_DIR["$name"]="$d"
   done < <(find src -name package.xml -not -path '*/.*' -print0)
 }
@@ -347,6 +357,18 @@ fi
 
 phase_begin "colcon build"
 discover_packages
+skip_args=()
+if [ "$MODE" = "system" ]; then
+  # Never build or keep the wheels-only stand-ins next to a full ROS install.
+  skip_args=(--packages-skip "${WHEELS_ONLY_PACKAGES[@]}")
+  for name in "${WHEELS_ONLY_PACKAGES[@]}"; do
+    if [ -e "install/$name" ] || [ -e "build/$name" ]; then
+      echo "    removing install/$name and build/$name (a wheels-only stand-in; the system ROS provides $name)"
+      rm -rf "install/$name" "build/$name"
+      rm -f "$BUILD_STATE"
+    fi
+  done
+fi
 if [ "${#PKG_DIR[@]}" -eq 0 ]; then
   phase_end "(no packages under src/: nothing to build)"
   exit 0
@@ -393,7 +415,8 @@ echo "    building $build_what"
 extra_args=(${MONOLOGUE_COLCON_ARGS:-})
 colcon_out="$(mktemp "${TMPDIR:-/tmp}/monologue-colcon.XXXXXX")"
 set +e
-"$VPY" -m colcon build "${select_args[@]+"${select_args[@]}"}" "${extra_args[@]+"${extra_args[@]}"}" \
+"$VPY" -m colcon build "${select_args[@]+"${select_args[@]}"}" "${skip_args[@]+"${skip_args[@]}"}" \
+  "${extra_args[@]+"${extra_args[@]}"}" \
   2>&1 | tee "$colcon_out"
 rc=$?
 set -e

@@ -1,0 +1,389 @@
+"""tabletop_sim: the MuJoCo tabletop as a ROS 2 node that looks like a real UR5e with a RealSense.
+
+Publishes camera images (rgb8 colour, 16UC1 aligned depth in mm, CameraInfo), joint_states, tcp_pose,
+suction/holding, /tf and /tf_static, and the ground truth on sim/ground_truth; serves the arm on the
+`arm/command` action (ArmCommand, ur_rtde-like) and the scene on `sim/reset` and `sim/disturb`. rclpy
+adapter only: the simulation lives in tabletop_sim.core.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must be set before mujoco is imported
+
+import logging  # noqa: E402
+import random  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+from geometry_msgs.msg import Pose as PoseMsg  # noqa: E402
+from geometry_msgs.msg import PoseStamped, TransformStamped, Vector3  # noqa: E402
+from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
+from rclpy.action import ActionServer, CancelResponse, GoalResponse  # noqa: E402
+from rclpy.action.server import ServerGoalHandle  # noqa: E402
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
+from std_msgs.msg import Bool, Header  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from monologue_common.qos import LATCHED  # noqa: E402
+from monologue_common.runtime import run_node  # noqa: E402
+from monologue_interfaces.action import ArmCommand  # noqa: E402
+from monologue_interfaces.msg import SceneDescription, SceneObject  # noqa: E402
+from monologue_interfaces.srv import DisturbSim, ResetSim  # noqa: E402
+
+from .core.arm import ArmController, ArmResult  # noqa: E402
+from .core.camera import CameraFrame, CameraRenderer  # noqa: E402
+from .core.config import SimSettings, settings_from_parameters  # noqa: E402
+from .core.geometry import Pose, compose, invert  # noqa: E402
+from .core.kinematics import HOME_Q, PARK_Q  # noqa: E402
+from .core.model import ARM_JOINTS, TCP_OFFSET  # noqa: E402
+from .core.motion import ArmError  # noqa: E402
+from .core.runner import SimRunner  # noqa: E402
+from .core.scene import LOCATIONS, layout_scene, make_spec  # noqa: E402
+from .core.world import SimWorld, WorldConfig  # noqa: E402
+
+BASE_FRAME = "base_link"
+WORLD_FRAME = "world"
+OPTICAL_FRAME = "camera_color_optical_frame"
+# RealSense convention: camera_link (x forward, y left, z up) -> optical frame (x right, y down, z forward).
+LINK_TO_OPTICAL = Pose((0.0, 0.0, 0.0), (-0.5, 0.5, -0.5, 0.5))
+IMAGE_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+TF_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+PARAMETERS: dict[str, Any] = {
+    "sim.seed": -1,  # scene seed; -1 = random
+    "sim.num_blocks": 3,  # 0-4 random blocks (when no colours are given)
+    "sim.num_bowls": 3,  # 0-3 random bowls
+    "sim.matching_bowls": True,  # random colours: every block colour also has a bowl
+    "sim.block_colors": [""],  # explicit colours override random ones
+    "sim.bowl_colors": [""],
+    "sim.heavy_blocks": [""],  # colours of blocks too heavy to lift
+    "sim.place_noise_std": 0.0,  # m, N(0, std) on x, y of a released block (IM uses 0.02)
+    "sim.pixel_noise_std": 0.0,  # 8-bit intensity units, N(0, std) on every colour channel
+    "camera.mode": "wrist",  # "wrist" (on the tool, looking down) or "overhead" (fixed, 1 m above)
+    "camera.width": 640,  # px
+    "camera.height": 480,  # px
+    "camera.rate": 2.0,  # Hz (wall clock); frames are rendered only while someone subscribes
+    "camera.fovy": 45.0,  # deg, vertical field of view
+    "real_time_factor": 5.0,  # simulated s per wall s; 0 = as fast as the CPU allows
+    "physics.timestep": 0.002,  # s
+    "physics.contact_force": 5.0,  # N, tool force that ends a move until contact
+    "physics.protective_stop_force": 150.0,  # N, tool force that stops any other motion
+    "ground_truth_rate": 5.0,  # Hz
+    "joint_state_rate": 20.0,  # Hz, joint_states, tcp_pose, suction/holding and /tf (about 2 ms of CPU each)
+}
+
+
+class TabletopSimNode(Node):
+    def __init__(self) -> None:
+        super().__init__("tabletop_sim")
+        for name, default in PARAMETERS.items():
+            # Dynamic typing: `rate: 2` or `-p camera.rate:=2` (integers) are fine; settings_from_parameters
+            # checks every value's type and range and reports all problems at once.
+            self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
+        raw = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self.settings: SimSettings = settings_from_parameters(raw)
+        s = self.settings
+        self._defaults = raw
+        self._start_q = PARK_Q if s.camera_mode == "overhead" else HOME_Q
+
+        layout = layout_scene(s.spec, s.seed)
+        self.world = SimWorld(layout, WorldConfig(
+            timestep=s.timestep, contact_force=s.contact_force, protective_stop_force=s.protective_stop_force,
+            place_noise_std=s.place_noise_std, image_width=s.image_width, image_height=s.image_height,
+            fovy_deg=s.fovy_deg, seed=s.seed, home_q=self._start_q,
+        ), logging.getLogger("tabletop_sim.world"))
+        self.runner = SimRunner(self.world, s.real_time_factor, logging.getLogger("tabletop_sim.runner")).start()
+        self.arm = ArmController(self.world, self.runner, logging.getLogger("tabletop_sim.arm"))
+        self.get_logger().info(
+            f"scene (seed {s.seed}): {', '.join(o.name for o in layout.objects)}; camera {s.camera_mode} "
+            f"{s.image_width}x{s.image_height} at {s.camera_rate:g} Hz; real-time factor {s.real_time_factor:g}")
+
+        self._gt_lock = threading.Lock()
+        self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
+        self._js_pub = self.create_publisher(JointState, "joint_states", 10)
+        # The robot state a program polls (ur_rtde getActualTCPPose, the vacuum sensor input).
+        self._tcp_pub = self.create_publisher(PoseStamped, "tcp_pose", 10)
+        self._holding_pub = self.create_publisher(Bool, "suction/holding", LATCHED)
+        self._tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
+        self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
+        self._rgb_pub = self.create_publisher(Image, "camera/color/image_raw", IMAGE_QOS)
+        self._rgb_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", IMAGE_QOS)
+        self._depth_pub = self.create_publisher(Image, "camera/aligned_depth_to_color/image_raw", IMAGE_QOS)
+        self._depth_info_pub = self.create_publisher(
+            CameraInfo, "camera/aligned_depth_to_color/camera_info", IMAGE_QOS)
+        self._seg_pub = self.create_publisher(Image, "sim/segmentation/image_raw", IMAGE_QOS)
+
+        group = ReentrantCallbackGroup()
+        self._active_goal: ServerGoalHandle | None = None
+        self._action = ActionServer(
+            self, ArmCommand, "arm/command",
+            execute_callback=self._execute,
+            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            cancel_callback=self._cancel,
+            callback_group=group,
+        )
+        self._reset_srv = self.create_service(ResetSim, "sim/reset", self._reset, callback_group=group)
+        self._disturb_srv = self.create_service(DisturbSim, "sim/disturb", self._disturb, callback_group=group)
+        timers = MutuallyExclusiveCallbackGroup()
+        self._gt_timer = self.create_timer(1.0 / s.ground_truth_rate, self.publish_ground_truth,
+                                           callback_group=timers)
+        self._js_timer = self.create_timer(1.0 / s.joint_state_rate, self._publish_state, callback_group=timers)
+        self._publish_static_tf()
+        self.publish_ground_truth()
+
+        self._camera_stop = threading.Event()
+        self._camera_error: str | None = None
+        self._camera_thread = threading.Thread(target=self._camera_loop, name="sim-camera", daemon=True)
+        self._camera_thread.start()
+
+    # ----- arm -----------------------------------------------------------------------------------
+    def _cancel(self, goal: ServerGoalHandle) -> CancelResponse:
+        if goal is self._active_goal:
+            self.arm.stop()
+        return CancelResponse.ACCEPT
+
+    def _execute(self, goal: ServerGoalHandle) -> ArmCommand.Result:
+        req: Any = goal.request
+        cmd = int(req.command)
+
+        def progress(fraction: float, tcp: Pose) -> None:
+            fb = ArmCommand.Feedback()
+            fb.tcp_pose, fb.progress = _pose_msg(tcp), float(fraction)
+            goal.publish_feedback(fb)
+
+        motion = cmd in (ArmCommand.Goal.MOVE_LINEAR, ArmCommand.Goal.MOVE_JOINTS, ArmCommand.Goal.MOVE_UNTIL_CONTACT)
+        if motion and self._active_goal is None:
+            self._active_goal = goal
+        try:
+            result = self._command(cmd, req, progress)
+        finally:
+            if self._active_goal is goal:
+                self._active_goal = None
+        self.publish_ground_truth()
+        out = ArmCommand.Result()
+        out.error_code, out.message = int(result.error), result.message
+        out.contact, out.holding = bool(result.contact), bool(result.holding)
+        out.tcp_pose = _pose_msg(result.tcp_pose)
+        out.joint_positions = [float(v) for v in result.joint_positions]
+        if result.error == ArmError.CANCELED and goal.is_cancel_requested:
+            goal.canceled()
+        elif result.ok:
+            goal.succeed()
+        else:
+            goal.abort()
+            self.get_logger().warning(f"arm command {cmd} failed: {result.error.name}: {result.message}")
+        return out
+
+    def _command(self, cmd: int, req: Any, progress: Any) -> ArmResult:
+        g = ArmCommand.Goal
+        if cmd == g.MOVE_LINEAR:
+            p, o = req.pose.position, req.pose.orientation
+            pose = Pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w))
+            return self.arm.move_linear(pose, req.speed, req.acceleration, progress)
+        if cmd == g.MOVE_JOINTS:
+            return self.arm.move_joints(list(req.joint_positions), req.speed, req.acceleration, progress)
+        if cmd == g.MOVE_UNTIL_CONTACT:
+            d = req.direction
+            return self.arm.move_until_contact((d.x, d.y, d.z), req.speed, req.max_travel, req.acceleration,
+                                               progress)
+        if cmd == g.SET_SUCTION:
+            return self.arm.set_suction(bool(req.suction_on))
+        if cmd == g.STOP:
+            return self.arm.stop()
+        return self.arm.invalid(f"unknown command {cmd}; see ArmCommand.action")
+
+    # ----- scene services ------------------------------------------------------------------------
+    def _reset(self, req: ResetSim.Request, res: ResetSim.Response) -> ResetSim.Response:
+        d = self._defaults
+        seed = int(req.seed) if req.seed >= 0 else random.SystemRandom().randrange(1_000_000)
+        blocks = int(req.num_blocks) if req.num_blocks >= 0 else int(d["sim.num_blocks"])
+        bowls = int(req.num_bowls) if req.num_bowls >= 0 else int(d["sim.num_bowls"])
+        try:
+            spec = make_spec(seed, blocks, bowls, bool(req.matching_bowls), tuple(req.block_colors),
+                             tuple(req.bowl_colors), tuple(req.heavy_blocks))
+            layout = layout_scene(spec, seed)
+        except (ValueError, RuntimeError) as e:
+            res.success, res.message, res.seed = False, f"scene not changed: {e}", seed
+            return res
+        self.world.reset(layout)
+        self.publish_ground_truth()
+        res.success, res.seed = True, seed
+        res.objects = [o.name for o in layout.objects]
+        res.message = f"new scene (seed {seed}): {', '.join(res.objects) or 'no objects'}"
+        self.get_logger().info(res.message)
+        return res
+
+    def _disturb(self, req: DisturbSim.Request, res: DisturbSim.Response) -> DisturbSim.Response:
+        try:
+            if req.kind == DisturbSim.Request.KNOCK_TOWER:
+                res.affected = self.world.knock_tower()
+                res.message = f"knocked the tower over: pushed the {', '.join(res.affected)}"
+            elif req.kind == DisturbSim.Request.MOVE_OBJECT:
+                if req.location:
+                    pose = self.world.move_object_to_location(req.object, req.location)
+                else:
+                    pose = self.world.move_object(req.object, float(req.x), float(req.y))
+                res.affected = [req.object]
+                x, y, _ = pose.position
+                res.message = f"moved the {req.object} to ({x:.3f}, {y:.3f}) m"
+            else:
+                raise ValueError(f"unknown disturbance kind {req.kind}")
+        except (KeyError, ValueError) as e:
+            res.success, res.message = False, f"no disturbance: {e.args[0] if e.args else e}"
+            return res
+        res.success = True
+        self.get_logger().info(res.message)
+        self.publish_ground_truth()
+        return res
+
+    # ----- state publishing ----------------------------------------------------------------------
+    def publish_ground_truth(self) -> None:
+        objects = self.world.objects()
+        msg = SceneDescription()
+        msg.header = Header(stamp=self.get_clock().now().to_msg(), frame_id=BASE_FRAME)
+        msg.source = "ground_truth"
+        for o in objects:
+            pose = PoseStamped(header=msg.header)
+            pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = o.position
+            q = pose.pose.orientation
+            q.x, q.y, q.z, q.w = o.orientation
+            msg.objects.append(SceneObject(
+                name=o.name, category=o.category, pose=pose, size=Vector3(x=o.size[0], y=o.size[1], z=o.size[2]),
+                visible=True, confidence=1.0, segmentation_id=o.segmentation_id))
+        for name, (x, y) in LOCATIONS.items():
+            pose = PoseStamped(header=msg.header)
+            pose.pose.position.x, pose.pose.position.y = x, y
+            pose.pose.orientation.w = 1.0
+            msg.objects.append(SceneObject(name=name, category="location", pose=pose, size=Vector3(),
+                                           visible=True, confidence=1.0, segmentation_id=-1))
+        msg.held_objects = [o.name for o in objects if o.held]
+        with self._gt_lock:
+            self._gt_pub.publish(msg)
+
+    def _publish_state(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        with self.world.lock:
+            q = self.world.joint_positions()
+            qd = self.world.joint_velocities()
+            tool0 = self.world.tool0_pose()
+            tcp = self.world.tcp_pose()
+            holding = self.world.holding()
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = list(ARM_JOINTS)
+        js.position = [float(v) for v in q]
+        js.velocity = [float(v) for v in qd]
+        self._js_pub.publish(js)
+        self._tf_pub.publish(TFMessage(transforms=[_transform(stamp, BASE_FRAME, "tool0", tool0)]))
+        self._tcp_pub.publish(PoseStamped(header=Header(stamp=stamp, frame_id=BASE_FRAME), pose=_pose_msg(tcp)))
+        self._holding_pub.publish(Bool(data=holding))
+
+    def _publish_static_tf(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        tfs = [
+            _transform(stamp, WORLD_FRAME, BASE_FRAME, Pose((0.0, 0.0, 0.0))),
+            _transform(stamp, "tool0", "tcp", Pose((0.0, 0.0, TCP_OFFSET))),
+        ]
+        optical = self.world.camera_pose(self.settings.camera_mode)
+        if self.settings.camera_mode == "wrist":
+            parent, mount = "tool0", compose(invert(self.world.tool0_pose()), optical)
+        else:
+            parent, mount = WORLD_FRAME, optical
+        link = compose(mount, invert(LINK_TO_OPTICAL))
+        tfs.append(_transform(stamp, parent, "camera_link", link))
+        tfs.append(_transform(stamp, "camera_link", OPTICAL_FRAME, LINK_TO_OPTICAL))
+        self._tf_static_pub.publish(TFMessage(transforms=tfs))
+
+    # ----- camera --------------------------------------------------------------------------------
+    def _camera_loop(self) -> None:
+        """Renders and publishes frames at camera.rate while anyone subscribes (owns the GL context)."""
+        s = self.settings
+        try:
+            renderer = CameraRenderer(self.world, s.camera_mode, s.image_width, s.image_height,
+                                      s.pixel_noise_std, seed=s.seed)
+        except Exception as e:  # no EGL/OpenGL: keep the rest of the simulator running
+            self._camera_error = str(e)
+            self.get_logger().error(f"camera disabled: cannot create an OpenGL context ({e}); "
+                                    "check MUJOCO_GL (egl needs libEGL and Mesa)")
+            return
+        period = 1.0 / s.camera_rate
+        next_t = time.monotonic()
+        try:
+            while not self._camera_stop.is_set():
+                next_t += period
+                wanted = (self._rgb_pub.get_subscription_count() + self._depth_pub.get_subscription_count()
+                          + self._rgb_info_pub.get_subscription_count()
+                          + self._depth_info_pub.get_subscription_count())
+                want_seg = self._seg_pub.get_subscription_count() > 0
+                if wanted or want_seg:
+                    frame = renderer.render(segmentation=want_seg)
+                    self._publish_frame(frame)
+                delay = next_t - time.monotonic()
+                if delay < 0:
+                    next_t = time.monotonic()
+                self._camera_stop.wait(max(0.0, delay))
+        finally:
+            renderer.close()
+
+    def _publish_frame(self, frame: CameraFrame) -> None:
+        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=OPTICAL_FRAME)
+        h, w = frame.rgb.shape[:2]
+        info = _camera_info(header, frame)
+        rgb = Image(header=header, height=h, width=w, encoding="rgb8", is_bigendian=0, step=w * 3)
+        rgb.data = frame.rgb.tobytes()
+        mm = np.nan_to_num(frame.depth * 1000.0, nan=0.0)
+        depth = Image(header=header, height=h, width=w, encoding="16UC1", is_bigendian=0, step=w * 2)
+        depth.data = np.clip(np.rint(mm), 0, 65535).astype("<u2").tobytes()
+        self._rgb_pub.publish(rgb)
+        self._rgb_info_pub.publish(info)
+        self._depth_pub.publish(depth)
+        self._depth_info_pub.publish(info)
+        if frame.segmentation is not None:
+            seg = Image(header=header, height=h, width=w, encoding="16UC1", is_bigendian=0, step=w * 2)
+            seg.data = np.clip(frame.segmentation, 0, 65535).astype("<u2").tobytes()
+            self._seg_pub.publish(seg)
+
+    def destroy_node(self) -> None:
+        self._camera_stop.set()
+        self._camera_thread.join(timeout=2.0)
+        self.world.stop("the simulator is shutting down")
+        self.runner.close()
+        super().destroy_node()
+
+
+def _pose_msg(p: Pose) -> PoseMsg:
+    msg = PoseMsg()
+    msg.position.x, msg.position.y, msg.position.z = p.position
+    msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = p.orientation
+    return msg
+
+
+def _transform(stamp: Any, parent: str, child: str, p: Pose) -> TransformStamped:
+    t = TransformStamped()
+    t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, parent, child
+    t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = p.position
+    r = t.transform.rotation
+    r.x, r.y, r.z, r.w = p.orientation
+    return t
+
+
+def _camera_info(header: Header, frame: CameraFrame) -> CameraInfo:
+    k = frame.intrinsics
+    info = CameraInfo(header=header, height=k.height, width=k.width, distortion_model="plumb_bob")
+    info.d = [0.0] * 5
+    info.k = [k.fx, 0.0, k.cx, 0.0, k.fy, k.cy, 0.0, 0.0, 1.0]
+    info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    info.p = [k.fx, 0.0, k.cx, 0.0, 0.0, k.fy, k.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return info
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(TabletopSimNode, threads=6, args=args)
