@@ -10,7 +10,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from monologue_bringup.graph import GRAPH, LLMS, ROBOTS, default_config_dir, node_overrides, params_files
+from monologue_bringup.graph import LLMS, ROBOTS, default_config_dir, graph_for, node_overrides, params_files
 
 
 def _nodes(context, *args, **kwargs):
@@ -28,7 +28,7 @@ def _nodes(context, *args, **kwargs):
             parameters=files + [node_overrides(spec, config_dir)],
             arguments=["--ros-args", "--log-level", log_level],
         )
-        for spec in GRAPH
+        for spec in graph_for(robot)
     ]
 
 

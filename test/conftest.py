@@ -50,7 +50,7 @@ def sim_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iter
     transcripts = tmp_path_factory.mktemp("transcripts")
     log = GraphLog()
     sup = Supervisor(
-        "sim", "embedded",
+        "sim_kinematic", "embedded",
         config_dir=REPO / "config",
         node_params={
             "skills": {"sim.seed": "11", "sim.num_blocks": "2", "sim.num_bowls": "3",

@@ -28,7 +28,7 @@ def slow_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Ite
     from .conftest import GraphLog
 
     log = GraphLog()
-    sup = Supervisor("sim", "embedded", config_dir=REPO / "config", sink=log, node_params={
+    sup = Supervisor("sim_kinematic", "embedded", config_dir=REPO / "config", sink=log, node_params={
         "skills": {"sim.seed": "5", "sim.num_blocks": "2", "sim.phase_duration": "1.0"},
         "planner": {"transcript_dir": str(tmp_path_factory.mktemp("transcripts"))},
     })

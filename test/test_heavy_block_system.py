@@ -25,7 +25,7 @@ def heavy_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> It
     from monologue_bringup.up import Supervisor
 
     lines: list[str] = []
-    sup = Supervisor("sim", "embedded", config_dir=REPO / "config", sink=lines.append, node_params={
+    sup = Supervisor("sim_kinematic", "embedded", config_dir=REPO / "config", sink=lines.append, node_params={
         "skills": {"sim.block_colors": "[purple, red]", "sim.bowl_colors": "[purple, red]",
                    "sim.heavy_blocks": "[purple]", "sim.seed": "2", "sim.phase_duration": "0.3"},
         "planner": {"transcript_dir": str(tmp_path_factory.mktemp("transcripts"))},

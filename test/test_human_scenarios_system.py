@@ -30,7 +30,7 @@ def graph(ros_domain: int, tmp_path: Path) -> Iterator[Any]:
     from .conftest import GraphLog
 
     log = GraphLog()
-    sup = Supervisor("sim", "embedded", config_dir=REPO / "config", sink=log, node_params={
+    sup = Supervisor("sim_kinematic", "embedded", config_dir=REPO / "config", sink=log, node_params={
         "skills": {"sim.seed": "11", "sim.num_blocks": "2", "sim.num_bowls": "3", "sim.phase_duration": "0.3"},
         "planner": {"transcript_dir": str(tmp_path)},
     })

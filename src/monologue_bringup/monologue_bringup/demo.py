@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .graph import parse_launch_args
+from .graph import parse_launch_args, scene_node
 from .up import Supervisor
 
 DEFAULT_INSTRUCTION = "Put the blocks in their matching bowls."
@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line, flush=True)
 
     node_params = {
-        "skills": {"sim.seed": str(seed), "sim.num_blocks": str(blocks),
+        scene_node(values["robot"]): {"sim.seed": str(seed), "sim.num_blocks": str(blocks),
                    "sim.num_bowls": str(max(blocks, 3) if blocks <= 3 else 3),
                    "sim.matching_bowls": "true" if blocks <= 3 else "false"},
         "planner": {"transcript_dir": str(transcripts)},

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-ROBOTS: tuple[str, ...] = ("sim", "ur5e")
+# sim: the MuJoCo tabletop (tabletop_sim) driven like the real UR5e; sim_kinematic: the in-process
+# kinematic tabletop of the skills node (fast; planner mechanics); ur5e: the real arm.
+ROBOTS: tuple[str, ...] = ("sim", "sim_kinematic", "ur5e")
 LLMS: tuple[str, ...] = ("embedded", "openai")
 
 
@@ -30,6 +32,27 @@ GRAPH: tuple[NodeSpec, ...] = (
     NodeSpec("success_detector", "success_detector_node", "success_detector_node", "judges skill success"),
     NodeSpec("planner", "planner_node", "planner_node", "runs the Inner Monologue loop"),
 )
+
+
+# Nodes that only some robots have, started before GRAPH's.
+ROBOT_NODES: dict[str, tuple[NodeSpec, ...]] = {
+    "sim": (NodeSpec("tabletop_sim", "tabletop_sim", "tabletop_sim", "simulates the arm, camera and objects"),),
+}
+
+
+def scene_node(robot: str) -> str:
+    """The node whose `sim.*` parameters (seed, colours, heavy blocks, noise) set a simulated scene."""
+    nodes = {"sim": "tabletop_sim", "sim_kinematic": "skills"}
+    if robot not in nodes:
+        raise ValueError(f"robot {robot!r} has no simulated scene; simulated robots: {sorted(nodes)}")
+    return nodes[robot]
+
+
+def graph_for(robot: str) -> tuple[NodeSpec, ...]:
+    """Every node of the graph for `robot`, in start order."""
+    if robot not in ROBOTS:
+        raise ValueError(f"unknown robot {robot!r}; choose one of {ROBOTS}")
+    return ROBOT_NODES.get(robot, ()) + GRAPH
 
 
 def default_config_dir() -> Path:
@@ -86,10 +109,11 @@ def ros_args(
 
 
 def find(name: str) -> NodeSpec:
-    for spec in GRAPH:
+    specs = GRAPH + tuple(n for extra in ROBOT_NODES.values() for n in extra)
+    for spec in specs:
         if spec.name == name:
             return spec
-    raise KeyError(f"no node {name!r} in the graph; nodes: {[s.name for s in GRAPH]}")
+    raise KeyError(f"no node {name!r} in the graph; nodes: {[s.name for s in specs]}")
 
 
 def parse_launch_args(argv: Sequence[str], defaults: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:

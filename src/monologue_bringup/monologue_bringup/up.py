@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .graph import GRAPH, NodeSpec, default_config_dir, parse_launch_args, ros_args
+from .graph import NodeSpec, default_config_dir, graph_for, parse_launch_args, ros_args
 
 Sink = Callable[[str], None]
 
@@ -39,7 +39,7 @@ def executable_path(spec: NodeSpec) -> Path:
 
 
 class Supervisor:
-    """Runs every node of GRAPH as a child process; usable as a context manager."""
+    """Runs every node of the robot's graph (graph_for) as a child process; usable as a context manager."""
 
     def __init__(
         self,
@@ -60,8 +60,9 @@ class Supervisor:
         self.env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
         self.sink = sink or (lambda line: print(line, flush=True))
         self.log_level = log_level
-        self.specs = [s for s in GRAPH if nodes is None or s.name in nodes]
-        unknown = set(self.node_params) - {s.name for s in GRAPH}
+        graph = graph_for(robot)
+        self.specs = [s for s in graph if nodes is None or s.name in nodes]
+        unknown = set(self.node_params) - {s.name for s in graph}
         if unknown:
             raise ValueError(f"parameters for unknown nodes: {sorted(unknown)}")
         self.procs: dict[str, subprocess.Popen[bytes]] = {}

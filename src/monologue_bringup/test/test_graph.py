@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from monologue_bringup.graph import GRAPH, LLMS, ROBOTS, find, params_files, parse_launch_args, ros_args
+from monologue_bringup.graph import (
+    GRAPH,
+    LLMS,
+    ROBOTS,
+    find,
+    graph_for,
+    params_files,
+    parse_launch_args,
+    ros_args,
+)
 from monologue_bringup.up import Supervisor, parse_node_params
 
 REPO = Path(__file__).resolve().parents[3]
@@ -20,13 +29,17 @@ def test_graph_has_the_four_nodes() -> None:
     assert find("planner").package == "planner_node"
     with pytest.raises(KeyError):
         find("nope")
+    # the physics simulator runs only for robot:=sim, before the rest
+    assert [s.name for s in graph_for("sim")] == ["tabletop_sim", *[s.name for s in GRAPH]]
+    assert graph_for("sim_kinematic") == GRAPH == graph_for("ur5e")
+    with pytest.raises(ValueError):
+        graph_for("r2d2")
 
 
 def test_every_node_has_a_config_section_and_every_section_a_node() -> None:
     names = {s.name for s in GRAPH}
-    # tabletop_sim (the MuJoCo simulator) has its section in robots/sim.yaml before it joins GRAPH.
-    robot_sections = names | {"tabletop_sim"}
     for robot in ROBOTS:
+        robot_sections = {s.name for s in graph_for(robot)}
         for llm in LLMS:
             for f in params_files(CONFIG, robot, llm):
                 data = yaml.safe_load(f.read_text())
@@ -66,9 +79,9 @@ def test_launch_file_builds_nodes_from_the_graph_description() -> None:
     tree = ast.parse((REPO / "launch" / "monologue.launch.py").read_text())
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "monologue_bringup.graph"
                 for a in n.names}
-    assert {"GRAPH", "params_files", "node_overrides"} <= imported
+    assert {"graph_for", "params_files", "node_overrides"} <= imported
     literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    assert not literals & {s.package for s in GRAPH}, "the launch file must not list nodes itself"
+    assert not literals & {s.package for s in graph_for("sim")}, "the launch file must not list nodes itself"
 
 
 def test_supervisor_stops_children_and_reports_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

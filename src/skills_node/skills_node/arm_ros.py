@@ -85,6 +85,18 @@ UR5E_PARAMETERS: dict[str, Any] = {
 }
 
 
+# The pick-and-place keys of UR5E_PARAMETERS, under `arm.` for the simulator backend (arm/command).
+PICK_KEYS = ("hover_height", "orientation", "speed", "acceleration", "contact.speed", "contact.margin", "joint_speed",
+             "joint_acceleration", "home_joints", "grip_delay", "release_delay", "check_grasp")
+SIM_ARM_PARAMETERS: dict[str, Any] = {
+    **{f"arm.{k}": UR5E_PARAMETERS[f"ur5e.{k}"] for k in PICK_KEYS},
+    "arm.orientation": [math.pi, 0.0, 0.0],  # rad, rotation vector: tool down in the simulator's base_link
+    "arm.command_timeout": 5.0,  # s, goal acceptance and suction commands
+    "arm.motion_timeout": 60.0,  # s, one motion
+    **{k: v for k, v in UR5E_PARAMETERS.items() if not k.startswith("ur5e.")},
+}
+
+
 def declare(node: Node, params: dict[str, Any]) -> None:
     for name, default in params.items():
         if not node.has_parameter(name):
@@ -163,23 +175,25 @@ def read_rtde_config(node: Node) -> RtdeArmConfig:
     )
 
 
-def read_pick_place(node: Node) -> PickPlaceConfig:
-    p = node.get_parameter
-    home = _floats(node, "ur5e.home_joints")
-    orientation = _floats(node, "ur5e.orientation", 3)
+def read_pick_place(node: Node, prefix: str = "ur5e") -> PickPlaceConfig:
+    def p(key: str) -> Any:
+        return node.get_parameter(f"{prefix}.{key}").value
+
+    home = _floats(node, f"{prefix}.home_joints")
+    orientation = _floats(node, f"{prefix}.orientation", 3)
     return PickPlaceConfig(
-        hover_height=float(p("ur5e.hover_height").value),
+        hover_height=float(p("hover_height")),
         orientation=(orientation[0], orientation[1], orientation[2]),
-        speed=float(p("ur5e.speed").value),
-        acceleration=float(p("ur5e.acceleration").value),
-        contact_speed=float(p("ur5e.contact.speed").value),
-        contact_margin=float(p("ur5e.contact.margin").value),
-        joint_speed=float(p("ur5e.joint_speed").value),
-        joint_acceleration=float(p("ur5e.joint_acceleration").value),
+        speed=float(p("speed")),
+        acceleration=float(p("acceleration")),
+        contact_speed=float(p("contact.speed")),
+        contact_margin=float(p("contact.margin")),
+        joint_speed=float(p("joint_speed")),
+        joint_acceleration=float(p("joint_acceleration")),
         home_joints=home if len(home) == 6 else (),
-        grip_delay_s=float(p("ur5e.grip_delay").value),
-        release_delay_s=float(p("ur5e.release_delay").value),
-        check_grasp=bool(p("ur5e.check_grasp").value),
+        grip_delay_s=float(p("grip_delay")),
+        release_delay_s=float(p("release_delay")),
+        check_grasp=bool(p("check_grasp")),
     )
 
 
@@ -211,16 +225,17 @@ class AskHumanApproval:
 
 
 class ArmRosBridge:
-    """Everything the skills node adds for an arm backend. Owns the RtdeArm."""
+    """Everything the skills node adds for an arm backend: the UR5e through ur_rtde (it owns the
+    RtdeArm), or the simulator through its arm/command action (RosSimArm)."""
 
-    def __init__(self, node: Node, logger: logging.Logger) -> None:
-        declare(node, UR5E_PARAMETERS)
+    def __init__(self, node: Node, logger: logging.Logger, backend: str = "ur5e") -> None:
+        declare(node, UR5E_PARAMETERS if backend == "ur5e" else SIM_ARM_PARAMETERS)
         self._node = node
         self._log = logger
+        self._backend = backend
         p = node.get_parameter
         limits = read_limits(node)
-        rtde_config = read_rtde_config(node)
-        pick = read_pick_place(node)
+        pick = read_pick_place(node, "ur5e" if backend == "ur5e" else "arm")
         mode = str(p("approval.mode").value)
         if mode not in APPROVAL_MODES:
             raise ValueError(f"approval.mode must be one of {APPROVAL_MODES}, got {mode!r}")
@@ -233,9 +248,18 @@ class ArmRosBridge:
             gate = AskHumanApproval(node, str(p("approval.action").value), logger)
         self._status_pub = node.create_publisher(RobotStatus, "robot/status", LATCHED)
         self._status_lock = threading.Lock()
-        self.arm = RtdeArm(rtde_config, load_factories(str(p("ur5e.rtde_factory").value)),
-                           logging.getLogger("skills.ur5e"), on_status=lambda _s: self.publish_status())
-        offset = TcpPose(*rtde_config.tcp_offset)
+        self.arm: Any
+        if backend == "ur5e":
+            rtde_config = read_rtde_config(node)
+            self.arm = RtdeArm(rtde_config, load_factories(str(p("ur5e.rtde_factory").value)),
+                               logging.getLogger("skills.ur5e"), on_status=lambda _s: self.publish_status())
+            offset = TcpPose(*rtde_config.tcp_offset)
+        else:
+            from .sim_arm import RosSimArm
+
+            self.arm = RosSimArm(node, ReentrantCallbackGroup(), float(p("arm.command_timeout").value),
+                                 float(p("arm.motion_timeout").value))
+            offset = TcpPose(0.0, 0.0, 0.10)  # the simulator's suction-cup lip (tabletop_sim TCP_OFFSET)
         self.safe_arm = SafeArm(self.arm, limits, logging.getLogger("skills.safety"),
                                 forward_kinematics=lambda q: forward_kinematics(q, offset),
                                 approval=gate if mode == "motion" else None, approval_timeout_s=approval_timeout)
@@ -251,15 +275,17 @@ class ArmRosBridge:
         self._scene_sub = node.create_subscription(SceneDescription, str(p("scene_topic").value), self._on_scene,
                                                    LATCHED, callback_group=ReentrantCallbackGroup())
         self._timer = node.create_timer(1.0 / rate, self.publish_status)
-        try:
-            self.arm.connect()
-        except Exception as e:  # keep serving: status says why, the monitor keeps retrying
-            logger.error("UR5e not connected at startup: %s", e)
-        self.arm.start_monitor()
+        if backend == "ur5e":
+            try:
+                self.arm.connect()
+            except Exception as e:  # keep serving: status says why, the monitor keeps retrying
+                logger.error("UR5e not connected at startup: %s", e)
+            self.arm.start_monitor()
         self.publish_status()
 
     def close(self) -> None:
-        self.arm.close()
+        if self._backend == "ur5e":
+            self.arm.close()
 
     # ----- callbacks ------------------------------------------------------------------------
     def _on_estop(self, msg: Bool) -> None:
@@ -286,7 +312,7 @@ class ArmRosBridge:
         msg = RobotStatus()
         msg.header.stamp = self._node.get_clock().now().to_msg()
         msg.header.frame_id = str(self._node.get_parameter("frame_id").value)
-        msg.backend = "ur5e"
+        msg.backend = self._backend
         fill_status(msg, status, self.safe_arm.estop_latched, self.safe_arm.estop_reason)
         if status.connected:
             msg.tcp_pose, msg.joint_positions, msg.holding = _readings(self.arm)
@@ -307,7 +333,7 @@ def fill_status(msg: RobotStatus, status: ArmStatus, estop_latched: bool, estop_
     msg.fault = "; ".join(faults)
 
 
-def _readings(arm: RtdeArm) -> tuple[list[float], list[float], bool]:
+def _readings(arm: Any) -> tuple[list[float], list[float], bool]:
     """TCP pose, joint positions and holding, or empty values when the robot cannot be read now."""
     try:
         return arm.tcp_pose().as_list(), arm.joint_positions(), arm.holding()

@@ -22,7 +22,9 @@ from .core.backend import SimBackend, SkillBackend
 from .core.tabletop import PlaceNoise, SceneSpec, TabletopWorld, random_spec
 from .core.types import ObjectState, SkillState
 
-BACKENDS = ("sim", "ur5e")
+# kinematic: the in-process tabletop (fast, for planner mechanics); sim: the physics simulator
+# (tabletop_sim) through arm/command; ur5e: the real arm through ur_rtde.
+BACKENDS = ("kinematic", "sim", "ur5e")
 
 
 class SkillsNode(Node):
@@ -66,10 +68,10 @@ class SkillsNode(Node):
         kind = str(self.get_parameter("backend").value)
         if kind not in BACKENDS:
             raise ValueError(f"unknown skills backend {kind!r}; available: {BACKENDS}")
-        if kind == "ur5e":
-            from .arm_ros import ArmRosBridge  # imports ur_rtde only for this backend
+        if kind in ("ur5e", "sim"):
+            from .arm_ros import ArmRosBridge  # imports ur_rtde only for these backends
 
-            self._arm_bridge = ArmRosBridge(self, logging.getLogger("skills.ur5e"))
+            self._arm_bridge = ArmRosBridge(self, logging.getLogger(f"skills.{kind}"), kind)
             return self._arm_bridge.backend  # type: ignore[no-any-return]
         p = self.get_parameter
         seed = int(p("sim.seed").value)

@@ -277,6 +277,12 @@ class ArmSkillBackend:
         place_hover, place_travel = self._hover_and_travel(target)
         return _Plan(obj, target, pick_hover, pick_travel, place_hover, place_travel)
 
+    def _descent(self, planned: float) -> float:
+        """The planned descent (m), shortened so it ends at the minimum height from where the TCP
+        actually is (a hover pose is reached only to within the controller's tolerance)."""
+        room = self._arm.tcp_pose().z - self._arm.limits.min_height
+        return max(min(planned, room), 1e-4)
+
     def _hover_and_travel(self, name: str) -> tuple[TcpPose, float]:
         p = self._locator.position(name)
         if p is None:
@@ -313,7 +319,7 @@ class ArmSkillBackend:
         run(f"moving above the {obj}", lambda: self._arm.move_linear(plan.pick_hover, c.speed, c.acceleration))
         feedback(SkillState.PICKING, f"descending to the {obj} and switching suction on")
         touched = run(f"descending to the {obj}",
-                      lambda: self._arm.move_until_contact(DOWN, c.contact_speed, plan.pick_travel))
+                      lambda: self._arm.move_until_contact(DOWN, c.contact_speed, self._descent(plan.pick_travel)))
         if not touched:
             run(f"lifting above the {obj}", lambda: self._arm.move_linear(plan.pick_hover, c.speed, c.acceleration))
             raise _Step(SkillError.EXECUTION_FAILED,
@@ -330,7 +336,7 @@ class ArmSkillBackend:
             lambda: self._arm.move_linear(plan.place_hover, c.speed, c.acceleration))
         feedback(SkillState.PLACING, f"lowering the {obj} onto the {target} and releasing suction")
         touched = run(f"lowering the {obj} onto the {target}",
-                      lambda: self._arm.move_until_contact(DOWN, c.contact_speed, plan.place_travel))
+                      lambda: self._arm.move_until_contact(DOWN, c.contact_speed, self._descent(plan.place_travel)))
         if not touched:
             self._log.warning("no contact while placing the %s on the %s; releasing %.0f cm lower than planned",
                               obj, target, c.contact_margin * 100)

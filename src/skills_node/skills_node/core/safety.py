@@ -30,6 +30,8 @@ TWO_PI = 2.0 * math.pi
 ARG_MAX_LENGTH = 64  # characters per skill argument
 
 
+POSITION_EPS = 1e-9  # m: float rounding of a target computed to lie exactly on a limit is not a violation
+
 @dataclass(frozen=True)
 class SkillRule:
     """One allowed skill and the names of its arguments (their count is enforced)."""
@@ -98,11 +100,11 @@ class SafetyLimits:
         if not all(math.isfinite(v) for v in (x, y, z)):
             raise MotionRefused(Refusal.INVALID_TARGET, f"{what} has a non-finite coordinate ({x}, {y}, {z})")
         for v, lo, hi, axis in zip((x, y, z), self.workspace_min, self.workspace_max, "xyz"):
-            if not lo <= v <= hi:
+            if not lo - POSITION_EPS <= v <= hi + POSITION_EPS:
                 raise MotionRefused(
                     Refusal.WORKSPACE,
                     f"{what} {axis} = {v:.3f} m is outside the workspace [{lo:.3f}, {hi:.3f}] m")
-        if z < self.min_height:
+        if z < self.min_height - POSITION_EPS:
             raise MotionRefused(Refusal.MIN_HEIGHT,
                                 f"{what} z = {z:.3f} m is below the minimum height {self.min_height:.3f} m")
 
