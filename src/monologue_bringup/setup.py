@@ -33,7 +33,9 @@ setup(
     entry_points={
         'console_scripts': [
             'monologue-up = monologue_bringup.up:main',
-            'monologue-demo = monologue_bringup.demo:main'
+            'monologue-demo = monologue_bringup.demo:main',
+            'monologue-replay = monologue_bringup.replay:main',
+            'monologue-bag-info = monologue_bringup.bag_info:main',
         ],
     },
 )

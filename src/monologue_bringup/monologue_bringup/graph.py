@@ -10,8 +10,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from monologue_bag.core.layout import CASSETTE_FILE, TRANSCRIPTS_DIR
+
 ROBOTS: tuple[str, ...] = ("sim",)
 LLMS: tuple[str, ...] = ("embedded", "openai")
+
+# When a node runs: LIVE = with the robot or simulator; REPLAY = when a bag stands in for them
+# (monologue-replay); RECORD = only when the run is recorded (record:=<dir>).
+LIVE, REPLAY, RECORD = "live", "replay", "record"
+ALWAYS = frozenset({LIVE, REPLAY})
 
 
 @dataclass(frozen=True)
@@ -22,14 +29,42 @@ class NodeSpec:
     package: str
     executable: str
     role: str
+    runs_in: frozenset[str] = frozenset({LIVE})  # LIVE, REPLAY and/or RECORD
 
 
 GRAPH: tuple[NodeSpec, ...] = (
+    NodeSpec("recorder", "monologue_bag", "bag_recorder", "records the run into a rosbag2 MCAP directory",
+             frozenset({RECORD})),
     NodeSpec("skills", "skills_node", "skills_node", "executes skills and reports affordances"),
-    NodeSpec("perception", "perception_node", "perception_node", "publishes the scene description"),
-    NodeSpec("success_detector", "success_detector_node", "success_detector_node", "judges skill success"),
-    NodeSpec("planner", "planner_node", "planner_node", "runs the Inner Monologue loop"),
+    NodeSpec("perception", "perception_node", "perception_node", "publishes the scene description", ALWAYS),
+    NodeSpec("success_detector", "success_detector_node", "success_detector_node", "judges skill success",
+             ALWAYS),
+    NodeSpec("planner", "planner_node", "planner_node", "runs the Inner Monologue loop", ALWAYS),
+    NodeSpec("viz", "monologue_viz", "monologue_viz", "publishes transcript and scene markers for RViz", ALWAYS),
+    NodeSpec("bag_player", "monologue_bag", "bag_player", "plays a bag and serves its recorded skills",
+             frozenset({REPLAY})),
 )
+
+
+def select(mode: str = LIVE, record: bool = False) -> tuple[NodeSpec, ...]:
+    """The nodes of a LIVE or REPLAY run, plus the recorder if the run is recorded."""
+    if mode not in (LIVE, REPLAY):
+        raise ValueError(f"mode must be {LIVE!r} or {REPLAY!r}, got {mode!r}")
+    return tuple(s for s in GRAPH if mode in s.runs_in or (record and RECORD in s.runs_in))
+
+
+def record_params(bag_dir: Path, mode: str = LIVE, **custom: str) -> dict[str, dict[str, str]]:
+    """Parameters that make a run record into `bag_dir`: the recorder's output, and the planner's
+    transcript files (and, live, its LLM cassette) next to the bag."""
+    bag_dir = Path(bag_dir).expanduser().resolve()
+    data = ",".join(f'"{k}={v}"' for k, v in sorted(custom.items()))
+    params: dict[str, dict[str, str]] = {
+        "recorder": {"output": str(bag_dir), "custom_data": f"[{data}]" if data else '[""]'},
+        "planner": {"transcript_dir": str(bag_dir / TRANSCRIPTS_DIR)},
+    }
+    if mode == LIVE:
+        params["planner"].update({"llm.cassette_mode": "record", "llm.cassette_path": str(bag_dir / CASSETTE_FILE)})
+    return params
 
 
 def default_config_dir() -> Path:
