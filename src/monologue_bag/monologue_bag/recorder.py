@@ -7,16 +7,20 @@ finished (metadata.yaml written) when the node shuts down (SIGINT/SIGTERM).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
-
-from monologue_common.runtime import run_node
+from rclpy.signals import SignalHandlerOptions
 
 from .core.bagio import BagError, BagWriter
 from .core.msgdefs import DefinitionError, MessageDefinitions
@@ -60,6 +64,7 @@ class RecorderNode(Node):
         self._writer.open()
         self._subs: dict[str, Any] = {}
         self._failed: set[str] = set()
+        self._last_rx = time.monotonic()
         self._group = MutuallyExclusiveCallbackGroup()  # one writer thread at a time, in order
         self._timer = self.create_timer(period, self._discover)
         self.get_logger().info(f"recording {self._selection.patterns} into {self._writer.path}")
@@ -84,19 +89,30 @@ class RecorderNode(Node):
                 self._failed.add(topic)
                 self.get_logger().error(f"cannot record {topic} ({type_name}): {e}")
                 continue
+            # two-argument callback: rclpy passes the message info (rmw receive time) too
             self._subs[topic] = self.create_subscription(
-                cls, topic, lambda data, t=topic: self._on_message(t, data), qos_profile(qos),
+                cls, topic, functools.partial(self._on_message, topic), qos_profile(qos),
                 callback_group=self._group, raw=True)
             self.get_logger().info(f"recording {topic} [{type_name}]"
                                    f"{' transient-local' if qos.transient_local else ''}")
 
-    def _on_message(self, topic: str, data: bytes) -> None:
-        t = time.time_ns()
+    def _on_message(self, topic: str, data: bytes, info: dict[str, int]) -> None:
+        # the middleware's receive time keeps the order of arrival across topics (a skill's last scene
+        # before its result), which the executor's processing order does not
+        t = int(info.get("received_timestamp", 0)) or time.time_ns()
+        self._last_rx = time.monotonic()
         if self._selection.admit(topic, t):
             try:
                 self._writer.write(topic, t, bytes(data))
             except BagError as e:
                 self.get_logger().error(f"dropped a message on {topic}: {e}")
+
+    def drain(self, quiet_s: float = 0.3, max_s: float = 3.0) -> None:
+        """Wait until no message arrived for `quiet_s` (s), at most `max_s` (s): the last messages of a
+        run (the final transcript events) are still in flight when the graph is stopped."""
+        deadline = time.monotonic() + max_s
+        while time.monotonic() < deadline and time.monotonic() - self._last_rx < quiet_s:
+            time.sleep(0.05)
 
     def destroy_node(self) -> None:
         try:
@@ -106,4 +122,25 @@ class RecorderNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(RecorderNode, threads=2, args=args)
+    """Spin until SIGINT/SIGTERM, then drain what is in flight and finish the bag."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    node: RecorderNode | None = None
+    executor = MultiThreadedExecutor(num_threads=2)
+    try:
+        node = RecorderNode()
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        while not stop.wait(0.2) and spinner.is_alive():
+            pass
+        node.drain()
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from monologue_bag.core.layout import bag_files_in
 
-from .graph import GRAPH, LIVE, NodeSpec, default_config_dir, parse_launch_args, record_params, ros_args, select
+from .graph import GRAPH, LIVE, RECORD, NodeSpec, default_config_dir, parse_launch_args, record_params, ros_args, select
 
 Sink = Callable[[str], None]
 
@@ -111,9 +111,21 @@ class Supervisor:
         return {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
 
     def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
-        """SIGINT, then SIGTERM, then SIGKILL, each after `timeout_s` (s). Returns exit codes."""
+        """SIGINT, then SIGTERM, then SIGKILL, each after `timeout_s` (s). Returns exit codes.
+
+        Recorders stop last, so they still record what the other nodes publish while stopping."""
+        last = {s.name for s in self.specs if RECORD in s.runs_in}
+        self._signal([p for n, p in self.procs.items() if n not in last], timeout_s)
+        self._signal([p for n, p in self.procs.items() if n in last], timeout_s)
+        for t in self._threads:
+            t.join(timeout=2.0)
+        codes = {n: p.wait() for n, p in self.procs.items()}
+        self.sink(f"[up] stopped: {codes}")
+        return codes
+
+    def _signal(self, procs: list[subprocess.Popen[bytes]], timeout_s: float) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-            alive = [p for p in self.procs.values() if p.poll() is None]
+            alive = [p for p in procs if p.poll() is None]
             if not alive:
                 break
             for p in alive:
@@ -124,11 +136,6 @@ class Supervisor:
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline and any(p.poll() is None for p in alive):
                 time.sleep(0.05)
-        for t in self._threads:
-            t.join(timeout=2.0)
-        codes = {n: p.wait() for n, p in self.procs.items()}
-        self.sink(f"[up] stopped: {codes}")
-        return codes
 
     def __enter__(self) -> Supervisor:
         return self.start()

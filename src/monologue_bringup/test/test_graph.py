@@ -8,18 +8,53 @@ from pathlib import Path
 import pytest
 import yaml
 
-from monologue_bringup.graph import GRAPH, LLMS, ROBOTS, find, params_files, parse_launch_args, ros_args
+from monologue_bringup.graph import (
+    GRAPH,
+    LIVE,
+    LLMS,
+    REPLAY,
+    ROBOTS,
+    find,
+    params_files,
+    parse_launch_args,
+    record_params,
+    ros_args,
+    select,
+)
 from monologue_bringup.up import Supervisor, parse_node_params
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "config"
 
 
-def test_graph_has_the_four_nodes() -> None:
-    assert [s.name for s in GRAPH] == ["skills", "perception", "success_detector", "planner"]
+def test_graph_has_the_nodes() -> None:
+    assert [s.name for s in GRAPH] == ["recorder", "skills", "perception", "success_detector", "planner", "viz",
+                                       "bag_player"]
     assert find("planner").package == "planner_node"
     with pytest.raises(KeyError):
         find("nope")
+
+
+def test_live_replay_and_recording_select_from_the_one_list() -> None:
+    assert [s.name for s in select(LIVE)] == ["skills", "perception", "success_detector", "planner", "viz"]
+    assert [s.name for s in select(LIVE, record=True)][0] == "recorder"
+    # a bag stands in for the robot or simulator: everything that consumes it runs as recorded
+    assert [s.name for s in select(REPLAY)] == ["perception", "success_detector", "planner", "viz", "bag_player"]
+    assert "recorder" in {s.name for s in select(REPLAY, record=True)}
+    with pytest.raises(ValueError):
+        select("dream")
+
+
+def test_recording_puts_cassette_and_transcripts_next_to_the_bag(tmp_path: Path) -> None:
+    p = record_params(tmp_path / "bag", LIVE, **{"monologue.robot": "sim"})
+    assert p["recorder"] == {"output": str(tmp_path / "bag"), "custom_data": '["monologue.robot=sim"]'}
+    assert p["planner"] == {"transcript_dir": str(tmp_path / "bag" / "transcripts"), "llm.cassette_mode": "record",
+                            "llm.cassette_path": str(tmp_path / "bag" / "llm_cassette.jsonl")}
+    assert "llm.cassette_mode" not in record_params(tmp_path, REPLAY)["planner"]  # a replay keeps replaying
+    sup = Supervisor(config_dir=CONFIG, record=tmp_path / "bag", node_params={"planner": {"max_steps": "3"}})
+    assert [s.name for s in sup.specs][0] == "recorder"
+    assert sup.node_params["planner"]["max_steps"] == "3" and "llm.cassette_path" in sup.node_params["planner"]
+    assert [s.name for s in Supervisor(config_dir=CONFIG).specs] == [s.name for s in select(LIVE)]
 
 
 def test_every_node_has_a_config_section_and_every_section_a_node() -> None:
