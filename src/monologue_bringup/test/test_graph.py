@@ -127,3 +127,17 @@ def test_supervisor_stops_children_and_reports_exit_codes(tmp_path: Path, monkey
     assert codes == {"skills": -15}
     with pytest.raises(ValueError, match="unknown nodes"):
         Supervisor(config_dir=CONFIG, node_params={"ghost": {"a": "1"}})
+
+
+def test_rviz_layout_shows_camera_tf_detections_scene_and_transcript() -> None:
+    rviz = yaml.safe_load((CONFIG / "monologue.rviz").read_text())
+    manager = rviz["Visualization Manager"]
+    displays = {d["Class"]: d for d in manager["Displays"] if d["Class"] != "rviz_default_plugins/MarkerArray"}
+    markers = {d["Topic"]["Value"] for d in manager["Displays"] if d["Class"] == "rviz_default_plugins/MarkerArray"}
+    assert "rviz_default_plugins/TF" in displays
+    assert displays["rviz_default_plugins/Image"]["Topic"]["Value"] == "/camera/color/image_raw"
+    assert markers == {"/perception/markers", "/monologue/scene_markers", "/monologue/markers"}
+    viz = yaml.safe_load((CONFIG / "monologue.yaml").read_text())["viz"]["ros__parameters"]
+    assert manager["Global Options"]["Fixed Frame"] == viz["frame_id"]
+    recorded = yaml.safe_load((CONFIG / "monologue.yaml").read_text())["recorder"]["ros__parameters"]["topics"]
+    assert markers <= set(recorded)  # what RViz shows is in every bag too

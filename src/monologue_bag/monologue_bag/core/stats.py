@@ -10,7 +10,7 @@ from typing import Any
 from planner_node.core.transcript import EventKind
 
 from .bagio import TopicInfo
-from .episode import Recording, RecordedEpisode
+from .episode import RecordedEpisode, Recording
 
 NS = 1_000_000_000
 
