@@ -93,3 +93,19 @@ def test_invalid_options_are_refused() -> None:
         PlaybackOptions(start_offset_s=-1).validate()
     with pytest.raises(ValueError, match="loop"):
         make(msgs(("/a", 0.0)), Recorder(), limit=T0, loop=True)
+
+
+def test_a_waiter_is_released_only_after_the_messages_were_published() -> None:
+    """The replayed skill result must not overtake the scene the skill left behind."""
+    seen: list[bool] = []
+    spec = msgs(("/s", 0.0), ("/s", 0.5), ("/s", 1.0))
+    holder: list[Playback] = []
+
+    def publish(m: BagMessage) -> None:
+        seen.append(holder[0].wait_reached(T0 + NS, 0.0))
+
+    pb = Playback(spec, T0, PlaybackOptions(hold_period_s=0.0), publish, logging.getLogger("t"), limit_ns=T0 + NS)
+    holder.append(pb)
+    pb.tick(0.0)
+    pb.tick(5.0)  # one batch up to the limit
+    assert seen == [False, False, False] and pb.wait_reached(T0 + NS, 0.0)

@@ -62,6 +62,7 @@ def replay(
     from monologue_bag.core.bagio import Bag, BagError
     from monologue_bag.core.compare import first_divergence
     from monologue_bag.core.episode import event_from_msg, goal_spec, planner_params, read_recording
+    from monologue_bag.core.layout import bag_files_in
 
     from .demo import run_episode
 
@@ -74,6 +75,9 @@ def replay(
         return 2
     if not cassette.is_file():
         say(f"== cannot replay {bag_dir}: no LLM cassette {cassette.name} next to the bag")
+        return 2
+    if record is not None and bag_files_in(record):
+        say(f"== {record} already holds a bag; choose a new directory to record the replay")
         return 2
     episodes = recording.episodes
     say(f"== replaying {bag_dir}: {len(episodes)} episode(s), {len(recording.skill_calls)} skill calls "
@@ -108,6 +112,8 @@ def replay(
                 replayed = [event_from_msg(m) for m in result.transcript]
                 div = first_divergence(ep.events, replayed)
                 if div is not None:
+                    if sup.dead():
+                        say(f"== nodes exited during the replay: {sup.dead()}")
                     say(f"== REPLAY DIVERGED in episode {ep.episode_id} ({ep.instruction!r}):\n{div.describe()}")
                     return 1
                 say(f"== episode {n}: identical transcript ({len(replayed)} events)")

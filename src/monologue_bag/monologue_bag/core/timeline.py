@@ -65,6 +65,7 @@ class Playback:
         self._wall_anchor = 0.0
         self._bag_anchor = self._start_ns
         self._pos = self._start_ns
+        self._done = self._start_ns  # bag time whose messages have all been handed to `publish`
         self._i = 0
         self._latest: dict[str, BagMessage] = {}
         self._next_hold = 0.0
@@ -99,9 +100,10 @@ class Playback:
             self._cond.notify_all()
 
     def wait_reached(self, t_ns: int, timeout_s: float) -> bool:
-        """Block until playback reached bag time `t_ns`; False after `timeout_s` (s)."""
+        """Block until every message up to bag time `t_ns` was published; False after `timeout_s` (s).
+        (A skill's result must not overtake the scene it left behind.)"""
         with self._cond:
-            return self._cond.wait_for(lambda: self._pos >= t_ns, timeout=timeout_s)
+            return self._cond.wait_for(lambda: self._done >= t_ns, timeout=timeout_s)
 
     # -- the clock -----------------------------------------------------
     def tick(self, now: float) -> float:
@@ -119,7 +121,6 @@ class Playback:
                 due.append(self._msgs[self._i])
                 self._i += 1
             self._pos = target
-            self._cond.notify_all()
             waiting = (self._limit is not None and self._pos >= self._limit) or self._i >= len(self._msgs)
             if self._i >= len(self._msgs) and self._opts.loop and self._msgs:
                 self.loops += 1
@@ -138,6 +139,9 @@ class Playback:
         for m in due + hold:
             self._publish(m)
         self.published += len(due) + len(hold)
+        with self._cond:
+            self._done = max(self._done, target)
+            self._cond.notify_all()
         return wake
 
     def _start(self, now: float, due: list[BagMessage]) -> None:
