@@ -97,9 +97,10 @@ class RecorderNode(Node):
                                    f"{' transient-local' if qos.transient_local else ''}")
 
     def _on_message(self, topic: str, data: bytes, info: dict[str, int]) -> None:
-        # the middleware's receive time keeps the order of arrival across topics (a skill's last scene
-        # before its result), which the executor's processing order does not
-        t = int(info.get("received_timestamp", 0)) or time.time_ns()
+        # The publisher's send time orders messages as they happened across topics (a skill's last
+        # scene before its result), also for history a transient-local topic delivers when the recorder
+        # joins late; the executor's processing order does neither. Fallbacks: receive time, now.
+        t = int(info.get("source_timestamp", 0)) or int(info.get("received_timestamp", 0)) or time.time_ns()
         self._last_rx = time.monotonic()
         if self._selection.admit(topic, t):
             try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -42,6 +43,35 @@ def build_goal(spec: Any) -> Any:
     for flag, on in spec.flags.items():
         setattr(g, flag, ExecuteInstruction.Goal.OPTION_ON if on else ExecuteInstruction.Goal.OPTION_OFF)
     return g
+
+
+def wait_for_perception(timeout_s: float) -> bool:
+    """True once perception published a scene description from the played sensor data: only then does
+    the planner's first describe_scene have input (DDS discovery can take seconds on a busy machine)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from monologue_interfaces.msg import SceneDescription
+
+    own = not rclpy.ok()
+    if own:
+        rclpy.init(args=[])
+    node = rclpy.create_node(f"monologue_replay_probe_{os.getpid()}")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    got: list[Any] = []
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(SceneDescription, "scene/description", got.append, latched)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not got and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        return bool(got)
+    finally:
+        node.destroy_node()
+        if own:
+            rclpy.shutdown()
 
 
 def replay(
@@ -100,6 +130,9 @@ def replay(
                          record=record)
         try:
             sup.start()
+            if not wait_for_perception(120.0):
+                say(f"== replay failed: perception published no scene within 120 s (exited: {sup.dead()})")
+                return 1
             for n, ep in enumerate(episodes, start=1):
                 say(f"== episode {n}/{len(episodes)}: {ep.instruction!r} ({len(ep.events)} events recorded)")
                 got: list[Any] = []
