@@ -34,7 +34,9 @@ setup(
         'console_scripts': [
             'monologue-up = monologue_bringup.up:main',
             'monologue-demo = monologue_bringup.demo:main',
-            'monologue-human = monologue_bringup.human:main'
+            'monologue-human = monologue_bringup.human:main',
+            'monologue-replay = monologue_bringup.replay:main',
+            'monologue-bag-info = monologue_bringup.bag_info:main',
         ],
     },
 )

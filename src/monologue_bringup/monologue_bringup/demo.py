@@ -2,9 +2,11 @@
 random scene, print the monologue live, and exit 0 if the world ends up as asked.
 
     monologue-demo [seed:=N] [blocks:=2|3|4] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
+                   [record:=<bag dir>]
 
 The scene (its seed, and 2 or 3 blocks unless `blocks` is given) is random and printed, so a run can
-be repeated with `seed:=N blocks:=M`.
+be repeated with `seed:=N blocks:=M`. record:=<dir> records the run into a rosbag2 MCAP directory with
+the LLM cassette next to it; `monologue-replay <dir>` replays it, `monologue-bag-info <dir>` shows it.
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from monologue_bag.core.layout import bag_files_in
+
 from .graph import parse_launch_args, scene_node
 from .up import Supervisor
 
@@ -29,8 +33,10 @@ def run_episode(
     timeout_s: float,
     print_event: Any = print,
     ready_timeout_s: float = 180.0,
+    goal: Any = None,
 ) -> tuple[Any, list[Any]]:
-    """Send one ExecuteInstruction goal to a running graph; return (result, final ground truth)."""
+    """Send one ExecuteInstruction goal (`goal`, or one with just `instruction`) to a running graph;
+    return (result, final ground truth)."""
     import rclpy
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
@@ -41,7 +47,7 @@ def run_episode(
 
     own_context = not rclpy.ok()
     if own_context:
-        rclpy.init()
+        rclpy.init(args=[])  # not sys.argv: its key:=value arguments are not ROS remappings
     node = rclpy.create_node(f"monologue_demo_{os.getpid()}")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -59,7 +65,7 @@ def run_episode(
     try:
         if not client.wait_for_server(timeout_sec=ready_timeout_s):
             raise TimeoutError(f"planner's execute_instruction not available after {ready_timeout_s:.0f} s")
-        goal = ExecuteInstruction.Goal(instruction=instruction)
+        goal = goal if goal is not None else ExecuteInstruction.Goal(instruction=instruction)
         send = client.send_goal_async(goal, feedback_callback=on_feedback)
         executor.spin_until_future_complete(send, timeout_sec=30.0)
         handle = send.result()
@@ -102,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     values, rest = parse_launch_args(argv, {
         "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
-        "timeout": "600", "log_level": "warn", "blocks": "0",
+        "timeout": "600", "log_level": "warn", "blocks": "0", "record": "",
     })
     if rest:
         print(f"unexpected arguments: {rest}\n{__doc__}", file=sys.stderr)
@@ -115,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("blocks must be 1-4 (IM §4.1 scenes hold at most 4 blocks)", file=sys.stderr)
         return 2
     transcripts = Path(os.environ.get("MONOLOGUE_RUNS_DIR", tempfile.gettempdir())) / "monologue_demo"
+    record = Path(values["record"]).expanduser() if values["record"] else None
+    if record is not None and bag_files_in(record):
+        print(f"== {record} already holds a bag; choose a new directory", file=sys.stderr)
+        return 2
     print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} "
           f"scene seed={seed} blocks={blocks}")
     print(f"== instruction: {values['instruction']}")
@@ -128,10 +138,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         scene_node(values["robot"]): {"sim.seed": str(seed), "sim.num_blocks": str(blocks),
                    "sim.num_bowls": str(max(blocks, 3) if blocks <= 3 else 3),
                    "sim.matching_bowls": "true" if blocks <= 3 else "false"},
-        "planner": {"transcript_dir": str(transcripts)},
     }
+    if record is None:  # a recorded run keeps its transcript files next to the bag
+        node_params["planner"] = {"transcript_dir": str(transcripts)}
     sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
-                     log_level=values["log_level"])
+                     log_level=values["log_level"], record=record)
     t0 = time.monotonic()
     try:
         sup.start()
@@ -155,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{result.steps_taken} skills in {time.monotonic() - t0:.1f} s")
     print(f"== world state satisfies the instruction: {done}")
     print(f"== transcript: {result.transcript_path}")
+    if record is not None:
+        print(f"== bag: {record} (monologue-bag-info {record}; monologue-replay {record})")
     crashed = {n: c for n, c in codes.items() if c not in (0, -2, 130)}
     if crashed:
         print(f"== nodes exited with errors: {crashed}", file=sys.stderr)

@@ -10,10 +10,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from monologue_bag.core.layout import CASSETTE_FILE, TRANSCRIPTS_DIR
+
 # sim: the MuJoCo tabletop (tabletop_sim) driven like the real UR5e; sim_kinematic: the in-process
 # kinematic tabletop of the skills node (fast; planner mechanics); ur5e: the real arm.
 ROBOTS: tuple[str, ...] = ("sim", "sim_kinematic", "ur5e")
 LLMS: tuple[str, ...] = ("embedded", "openai")
+
+# When a node runs: LIVE = with the robot or simulator; REPLAY = when a bag stands in for them
+# (monologue-replay); RECORD = only when the run is recorded (record:=<dir>).
+LIVE, REPLAY, RECORD = "live", "replay", "record"
+ALWAYS = frozenset({LIVE, REPLAY})
 
 
 @dataclass(frozen=True)
@@ -24,13 +31,20 @@ class NodeSpec:
     package: str
     executable: str
     role: str
+    runs_in: frozenset[str] = frozenset({LIVE})  # LIVE, REPLAY and/or RECORD
 
 
 GRAPH: tuple[NodeSpec, ...] = (
+    NodeSpec("recorder", "monologue_bag", "bag_recorder", "records the run into a rosbag2 MCAP directory",
+             frozenset({RECORD})),
     NodeSpec("skills", "skills_node", "skills_node", "executes skills and reports affordances"),
-    NodeSpec("perception", "perception_node", "perception_node", "publishes the scene description"),
-    NodeSpec("success_detector", "success_detector_node", "success_detector_node", "judges skill success"),
-    NodeSpec("planner", "planner_node", "planner_node", "runs the Inner Monologue loop"),
+    NodeSpec("perception", "perception_node", "perception_node", "publishes the scene description", ALWAYS),
+    NodeSpec("success_detector", "success_detector_node", "success_detector_node", "judges skill success",
+             ALWAYS),
+    NodeSpec("planner", "planner_node", "planner_node", "runs the Inner Monologue loop", ALWAYS),
+    NodeSpec("viz", "monologue_viz", "monologue_viz", "publishes transcript and scene markers for RViz", ALWAYS),
+    NodeSpec("bag_player", "monologue_bag", "bag_player", "plays a bag and serves its recorded skills",
+             frozenset({REPLAY})),
 )
 
 
@@ -48,11 +62,42 @@ def scene_node(robot: str) -> str:
     return nodes[robot]
 
 
-def graph_for(robot: str) -> tuple[NodeSpec, ...]:
-    """Every node of the graph for `robot`, in start order."""
+def graph_for(robot: str, mode: str = LIVE, record: bool = False) -> tuple[NodeSpec, ...]:
+    """The nodes of a LIVE or REPLAY run for `robot`, in start order (the recorder too if recorded)."""
     if robot not in ROBOTS:
         raise ValueError(f"unknown robot {robot!r}; choose one of {ROBOTS}")
-    return ROBOT_NODES.get(robot, ()) + GRAPH
+    return _pick(all_nodes(robot), mode, record)
+
+
+def all_nodes(robot: str) -> tuple[NodeSpec, ...]:
+    """Every node that can run for `robot`, whatever the mode."""
+    first = tuple(s for s in GRAPH if s.runs_in == {RECORD})  # the recorder starts before anything publishes
+    return first + ROBOT_NODES.get(robot, ()) + tuple(s for s in GRAPH if s not in first)
+
+
+def _pick(specs: Sequence[NodeSpec], mode: str, record: bool) -> tuple[NodeSpec, ...]:
+    if mode not in (LIVE, REPLAY):
+        raise ValueError(f"mode must be {LIVE!r} or {REPLAY!r}, got {mode!r}")
+    return tuple(s for s in specs if mode in s.runs_in or (record and RECORD in s.runs_in))
+
+
+def select(mode: str = LIVE, record: bool = False) -> tuple[NodeSpec, ...]:
+    """The nodes of a LIVE or REPLAY run, plus the recorder if the run is recorded."""
+    return _pick(GRAPH, mode, record)
+
+
+def record_params(bag_dir: Path, mode: str = LIVE, **custom: str) -> dict[str, dict[str, str]]:
+    """Parameters that make a run record into `bag_dir`: the recorder's output, and the planner's
+    transcript files (and, live, its LLM cassette) next to the bag."""
+    bag_dir = Path(bag_dir).expanduser().resolve()
+    data = ",".join(f'"{k}={v}"' for k, v in sorted(custom.items()))
+    params: dict[str, dict[str, str]] = {
+        "recorder": {"output": str(bag_dir), "custom_data": f"[{data}]" if data else '[""]'},
+        "planner": {"transcript_dir": str(bag_dir / TRANSCRIPTS_DIR)},
+    }
+    if mode == LIVE:
+        params["planner"].update({"llm.cassette_mode": "record", "llm.cassette_path": str(bag_dir / CASSETTE_FILE)})
+    return params
 
 
 def default_config_dir() -> Path:

@@ -3,7 +3,10 @@
 Starts the same processes as launch/monologue.launch.py with `--ros-args --params-file ...`,
 prefixes their output, forwards SIGINT/SIGTERM and stops everything cleanly.
 
-    monologue-up robot:=sim llm:=embedded [--param skills:sim.seed=3] [--log-level debug]
+    monologue-up robot:=sim llm:=embedded [record:=<bag dir>] [--param skills:sim.seed=3] [--log-level debug]
+
+record:=<dir> also starts the recorder (rosbag2 MCAP into <dir>) and stores the planner's LLM
+cassette and transcript files next to the bag, so `monologue-replay <dir>` can replay the run.
 """
 from __future__ import annotations
 
@@ -17,7 +20,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .graph import NodeSpec, default_config_dir, graph_for, parse_launch_args, ros_args
+from monologue_bag.core.layout import bag_files_in
+
+from .graph import (
+    LIVE,
+    RECORD,
+    NodeSpec,
+    all_nodes,
+    default_config_dir,
+    graph_for,
+    parse_launch_args,
+    record_params,
+    ros_args,
+)
 
 Sink = Callable[[str], None]
 
@@ -51,18 +66,29 @@ class Supervisor:
         sink: Sink | None = None,
         log_level: str = "info",
         nodes: Sequence[str] | None = None,
+        mode: str = LIVE,
+        record: Path | None = None,
     ) -> None:
+        """`nodes` defaults to the nodes of `mode` (graph.select); `record` adds the recorder writing
+        into that bag directory (its parameters are merged under `node_params`)."""
         self.robot, self.llm = robot, llm
         self.config_dir = config_dir or default_config_dir()
-        self.node_params = {k: dict(v) for k, v in (node_params or {}).items()}
+        self.record = record
+        self.node_params: dict[str, dict[str, str]] = {}
+        if record is not None:
+            self.node_params = record_params(record, mode, **{"monologue.robot": robot, "monologue.llm": llm,
+                                                              "monologue.mode": mode})
+        for k, v in (node_params or {}).items():
+            self.node_params.setdefault(k, {}).update(v)
         self.env = dict(os.environ if env is None else env)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         self.env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
         self.sink = sink or (lambda line: print(line, flush=True))
         self.log_level = log_level
-        graph = graph_for(robot)
-        self.specs = [s for s in graph if nodes is None or s.name in nodes]
-        unknown = set(self.node_params) - {s.name for s in graph}
+        every = all_nodes(robot)
+        chosen = [s.name for s in graph_for(robot, mode, record is not None)] if nodes is None else list(nodes)
+        self.specs = [s for s in every if s.name in chosen]
+        unknown = (set(self.node_params) | set(chosen)) - {s.name for s in every}
         if unknown:
             raise ValueError(f"parameters for unknown nodes: {sorted(unknown)}")
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -96,9 +122,21 @@ class Supervisor:
         return {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
 
     def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
-        """SIGINT, then SIGTERM, then SIGKILL, each after `timeout_s` (s). Returns exit codes."""
+        """SIGINT, then SIGTERM, then SIGKILL, each after `timeout_s` (s). Returns exit codes.
+
+        Recorders stop last, so they still record what the other nodes publish while stopping."""
+        last = {s.name for s in self.specs if RECORD in s.runs_in}
+        self._signal([p for n, p in self.procs.items() if n not in last], timeout_s)
+        self._signal([p for n, p in self.procs.items() if n in last], timeout_s)
+        for t in self._threads:
+            t.join(timeout=2.0)
+        codes = {n: p.wait() for n, p in self.procs.items()}
+        self.sink(f"[up] stopped: {codes}")
+        return codes
+
+    def _signal(self, procs: list[subprocess.Popen[bytes]], timeout_s: float) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-            alive = [p for p in self.procs.values() if p.poll() is None]
+            alive = [p for p in procs if p.poll() is None]
             if not alive:
                 break
             for p in alive:
@@ -109,11 +147,6 @@ class Supervisor:
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline and any(p.poll() is None for p in alive):
                 time.sleep(0.05)
-        for t in self._threads:
-            t.join(timeout=2.0)
-        codes = {n: p.wait() for n, p in self.procs.items()}
-        self.sink(f"[up] stopped: {codes}")
-        return codes
 
     def __enter__(self) -> Supervisor:
         return self.start()
@@ -136,15 +169,19 @@ def parse_node_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    values, rest = parse_launch_args(argv, {"robot": "sim", "llm": "embedded"})
+    values, rest = parse_launch_args(argv, {"robot": "sim", "llm": "embedded", "record": ""})
     ap = argparse.ArgumentParser(prog="monologue-up", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--param", action="append", default=[], help="node:name=value parameter override")
     ap.add_argument("--config-dir", type=Path, default=None)
     ap.add_argument("--log-level", default="info")
     ns = ap.parse_args(rest)
+    record = Path(values["record"]) if values["record"] else None
+    if record is not None and bag_files_in(record):
+        print(f"monologue-up: {record} already holds a bag; choose a new directory", file=sys.stderr)
+        return 2
     sup = Supervisor(values["robot"], values["llm"], ns.config_dir, parse_node_params(ns.param),
-                     log_level=ns.log_level)
+                     log_level=ns.log_level, record=record)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

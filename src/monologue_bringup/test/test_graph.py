@@ -10,13 +10,18 @@ import yaml
 
 from monologue_bringup.graph import (
     GRAPH,
+    LIVE,
     LLMS,
+    REPLAY,
     ROBOTS,
+    all_nodes,
     find,
     graph_for,
     params_files,
     parse_launch_args,
+    record_params,
     ros_args,
+    select,
 )
 from monologue_bringup.up import Supervisor, parse_node_params
 
@@ -24,22 +29,49 @@ REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "config"
 
 
-def test_graph_has_the_four_nodes() -> None:
-    assert [s.name for s in GRAPH] == ["skills", "perception", "success_detector", "planner"]
+def test_graph_has_the_nodes() -> None:
+    assert [s.name for s in GRAPH] == ["recorder", "skills", "perception", "success_detector", "planner", "viz",
+                                       "bag_player"]
     assert find("planner").package == "planner_node"
     with pytest.raises(KeyError):
         find("nope")
     # the physics simulator runs only for robot:=sim, before the rest
-    assert [s.name for s in graph_for("sim")] == ["tabletop_sim", *[s.name for s in GRAPH]]
-    assert graph_for("sim_kinematic") == GRAPH == graph_for("ur5e")
+    assert [s.name for s in graph_for("sim")] == ["tabletop_sim", *[s.name for s in select(LIVE)]]
+    assert graph_for("sim_kinematic") == select(LIVE) == graph_for("ur5e")
     with pytest.raises(ValueError):
         graph_for("r2d2")
+
+
+def test_live_replay_and_recording_select_from_the_one_list() -> None:
+    assert [s.name for s in select(LIVE)] == ["skills", "perception", "success_detector", "planner", "viz"]
+    assert [s.name for s in select(LIVE, record=True)][0] == "recorder"
+    # a bag stands in for the robot or simulator: everything that consumes it runs as recorded
+    assert [s.name for s in select(REPLAY)] == ["perception", "success_detector", "planner", "viz", "bag_player"]
+    assert "recorder" in {s.name for s in select(REPLAY, record=True)}
+    with pytest.raises(ValueError):
+        select("dream")
+
+
+def test_recording_puts_cassette_and_transcripts_next_to_the_bag(tmp_path: Path) -> None:
+    p = record_params(tmp_path / "bag", LIVE, **{"monologue.robot": "sim"})
+    assert p["recorder"] == {"output": str(tmp_path / "bag"), "custom_data": '["monologue.robot=sim"]'}
+    assert p["planner"] == {"transcript_dir": str(tmp_path / "bag" / "transcripts"), "llm.cassette_mode": "record",
+                            "llm.cassette_path": str(tmp_path / "bag" / "llm_cassette.jsonl")}
+    assert "llm.cassette_mode" not in record_params(tmp_path, REPLAY)["planner"]  # a replay keeps replaying
+    sup = Supervisor(config_dir=CONFIG, record=tmp_path / "bag", node_params={"planner": {"max_steps": "3"}})
+    assert [s.name for s in sup.specs][0] == "recorder"
+    assert sup.node_params["planner"]["max_steps"] == "3" and "llm.cassette_path" in sup.node_params["planner"]
+    assert [s.name for s in Supervisor(config_dir=CONFIG).specs] == [s.name for s in graph_for("sim")]
+    assert [s.name for s in Supervisor("sim_kinematic", config_dir=CONFIG).specs] == [s.name for s in select(LIVE)]
+    # recorded: the recorder starts first; replayed: the simulator and skills stay off
+    assert [s.name for s in graph_for("sim", LIVE, record=True)][:2] == ["recorder", "tabletop_sim"]
+    assert "tabletop_sim" not in {s.name for s in graph_for("sim", REPLAY)}
 
 
 def test_every_node_has_a_config_section_and_every_section_a_node() -> None:
     names = {s.name for s in GRAPH}
     for robot in ROBOTS:
-        robot_sections = {s.name for s in graph_for(robot)}
+        robot_sections = {s.name for s in all_nodes(robot)}
         for llm in LLMS:
             for f in params_files(CONFIG, robot, llm):
                 data = yaml.safe_load(f.read_text())
@@ -107,3 +139,17 @@ def test_supervisor_stops_children_and_reports_exit_codes(tmp_path: Path, monkey
     assert codes == {"skills": -15}
     with pytest.raises(ValueError, match="unknown nodes"):
         Supervisor(config_dir=CONFIG, node_params={"ghost": {"a": "1"}})
+
+
+def test_rviz_layout_shows_camera_tf_detections_scene_and_transcript() -> None:
+    rviz = yaml.safe_load((CONFIG / "monologue.rviz").read_text())
+    manager = rviz["Visualization Manager"]
+    displays = {d["Class"]: d for d in manager["Displays"] if d["Class"] != "rviz_default_plugins/MarkerArray"}
+    markers = {d["Topic"]["Value"] for d in manager["Displays"] if d["Class"] == "rviz_default_plugins/MarkerArray"}
+    assert "rviz_default_plugins/TF" in displays
+    assert displays["rviz_default_plugins/Image"]["Topic"]["Value"] == "/camera/color/image_raw"
+    assert markers == {"/perception/markers", "/monologue/scene_markers", "/monologue/markers"}
+    viz = yaml.safe_load((CONFIG / "monologue.yaml").read_text())["viz"]["ros__parameters"]
+    assert manager["Global Options"]["Fixed Frame"] == viz["frame_id"]
+    recorded = yaml.safe_load((CONFIG / "monologue.yaml").read_text())["recorder"]["ros__parameters"]["topics"]
+    assert markers <= set(recorded)  # what RViz shows is in every bag too

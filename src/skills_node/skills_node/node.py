@@ -12,10 +12,10 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from monologue_common.qos import LATCHED
+from monologue_common.qos import LATCHED, latched
 from monologue_common.runtime import run_node
 from monologue_interfaces.action import ExecuteSkill
-from monologue_interfaces.msg import SceneDescription, SceneObject, SkillAffordance
+from monologue_interfaces.msg import AffordanceReport, SceneDescription, SceneObject, SkillAffordance
 from monologue_interfaces.srv import GetAffordances
 
 from .core.backend import SimBackend, SkillBackend
@@ -48,6 +48,8 @@ class SkillsNode(Node):
         self._arm_bridge: Any = None  # ArmRosBridge for arm backends
         self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
         self._gt_lock = threading.Lock()
+        # Every get_affordances answer, for bags (actions and services cannot be recorded on Jazzy).
+        self._aff_pub = self.create_publisher(AffordanceReport, "skills/affordances", latched(100))
         self.backend = self._make_backend()
         group = ReentrantCallbackGroup()
         self._action = ActionServer(
@@ -104,6 +106,7 @@ class SkillsNode(Node):
             affs = self.backend.affordances(bool(req.include_unaffordable))
         except Exception as e:  # report, never crash the service
             res.success, res.message = False, f"affordances failed: {e}"
+            self._report(req, res)
             return res
         res.success = True
         res.skills = [
@@ -113,7 +116,16 @@ class SkillsNode(Node):
         ]
         res.objects = self.backend.objects()
         res.locations = self.backend.locations()
+        self._report(req, res)
         return res
+
+    def _report(self, req: GetAffordances.Request, res: GetAffordances.Response) -> None:
+        msg = AffordanceReport(include_unaffordable=bool(req.include_unaffordable), success=res.success,
+                               message=res.message, skills=res.skills, objects=res.objects,
+                               locations=res.locations)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self._frame
+        self._aff_pub.publish(msg)
 
     def _execute(self, goal: ServerGoalHandle) -> ExecuteSkill.Result:
         req: Any = goal.request

@@ -1,0 +1,1 @@
+"""Record runs to rosbag2 (MCAP) and replay them through the graph."""

@@ -1,0 +1,1 @@
+"""ROS-free logic of recording and replay (no rclpy imports)."""

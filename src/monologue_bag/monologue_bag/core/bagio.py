@@ -1,0 +1,241 @@
+"""rosbag2 directories in MCAP storage: write raw CDR messages of any topics, read them back (no rclpy).
+
+Writing goes through `rosbags` (pure Python), which produces the `metadata.yaml` + `<name>.mcap`
+layout that `ros2 bag info/play` and Foxglove open. Schemas come from MessageDefinitions (the
+installed interface files), so our own interfaces are self-describing in the bag.
+
+A bag directory may also hold sidecar files next to the bag: the planner's LLM cassette
+(CASSETTE_FILE) and its transcript files (TRANSCRIPTS_DIR).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rosbags.highlevel import AnyReader
+from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+from rosbags.rosbag2 import Writer
+from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
+from rosbags.rosbag2.errors import WriterError
+
+from .layout import CASSETTE_FILE, TRANSCRIPTS_DIR, bag_files_in
+from .msgdefs import MessageDefinitions
+
+_NEVER = QosTime(sec=2147483647, nsec=4294967295)  # rosbag2's "infinite" duration
+
+
+class BagError(Exception):
+    """A bag cannot be written or read."""
+
+
+@dataclass(frozen=True)
+class QosSpec:
+    """The publisher QoS recorded with a topic, so that `ros2 bag play` offers the same."""
+
+    reliable: bool = True
+    transient_local: bool = False
+    depth: int = 10
+
+    def to_rosbags(self) -> Qos:
+        return Qos(
+            history=QosHistory.KEEP_LAST,
+            depth=self.depth,
+            reliability=QosReliability.RELIABLE if self.reliable else QosReliability.BEST_EFFORT,
+            durability=QosDurability.TRANSIENT_LOCAL if self.transient_local else QosDurability.VOLATILE,
+            deadline=_NEVER,
+            lifespan=_NEVER,
+            liveliness=QosLiveliness.AUTOMATIC,
+            liveliness_lease_duration=_NEVER,
+            avoid_ros_namespace_conventions=False,
+        )
+
+    @classmethod
+    def from_rosbags(cls, profiles: Sequence[Any]) -> QosSpec:
+        """The most permissive offer: reliable/transient-local only if every publisher was."""
+        if not profiles:
+            return cls()
+        return cls(
+            reliable=all(p.reliability == QosReliability.RELIABLE for p in profiles),
+            transient_local=all(p.durability == QosDurability.TRANSIENT_LOCAL for p in profiles),
+            depth=max(int(p.depth) for p in profiles) or 10,
+        )
+
+
+class _DirWriter(Writer):
+    """rosbags' Writer, but the directory may already exist (sidecar files are written into it first)."""
+
+    def __init__(self, path: Path) -> None:
+        # Writer.__init__ refuses an existing path; give it one that cannot exist, then point it at ours.
+        super().__init__(path / "\0absent", version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
+        self.path = path
+        self.metapath = path / "metadata.yaml"
+
+    def open(self) -> None:
+        existing = bag_files_in(self.path)
+        if existing:
+            raise WriterError(f"{self.path} already holds a bag ({existing[0].name}); not overwriting")
+        self.path.mkdir(mode=0o755, parents=True, exist_ok=True)
+        self.storage = self.STORAGE_PLUGINS[self.storage_plugin](self.path, self.compression_mode)
+
+
+class BagWriter:
+    """Writes serialized (CDR) messages into a rosbag2 MCAP directory; thread-safe."""
+
+    def __init__(
+        self,
+        path: Path,
+        definitions: MessageDefinitions,
+        logger: logging.Logger,
+        compress: bool = True,
+        custom_data: Mapping[str, str] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self._defs = definitions
+        self._log = logger
+        self._lock = threading.Lock()
+        self._writer = _DirWriter(self.path)
+        if compress:  # zstd-compressed chunks, as `ros2 bag record --compression-mode storage` would not do
+            self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+        for k, v in (custom_data or {}).items():
+            self._writer.set_custom_data(k, v)
+        self._connections: dict[str, Connection] = {}
+        self.counts: dict[str, int] = {}
+        self._open = False
+
+    def open(self) -> BagWriter:
+        try:
+            self._writer.open()
+        except WriterError as e:
+            raise BagError(str(e)) from e
+        self._open = True
+        return self
+
+    @property
+    def topics(self) -> dict[str, str]:
+        """Topic -> type of every topic added so far."""
+        with self._lock:
+            return {t: c.msgtype for t, c in self._connections.items()}
+
+    def add_topic(self, topic: str, type_name: str, qos: QosSpec) -> None:
+        """Register a topic (once); its schema is built from the installed interface files."""
+        definition = self._defs.get(type_name)
+        with self._lock:
+            if not self._open:
+                raise BagError("the bag is not open")
+            if topic in self._connections:
+                if self._connections[topic].msgtype != type_name:
+                    raise BagError(f"topic {topic} was added as {self._connections[topic].msgtype}, not {type_name}")
+                return
+            self._connections[topic] = self._writer.add_connection(
+                topic, type_name, msgdef=definition.text, rihs01=definition.rihs01,
+                offered_qos_profiles=[qos.to_rosbags()])
+            self.counts[topic] = 0
+
+    def write(self, topic: str, log_time_ns: int, data: bytes) -> None:
+        """Append one serialized message received at `log_time_ns` (ns since the epoch)."""
+        with self._lock:
+            if not self._open:
+                raise BagError("the bag is closed")
+            conn = self._connections.get(topic)
+            if conn is None:
+                raise BagError(f"topic {topic} was not added")
+            self._writer.write(conn, log_time_ns, data)
+            self.counts[topic] += 1
+
+    def close(self) -> None:
+        """Finish the MCAP file and write metadata.yaml; idempotent."""
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+            self._writer.close()
+        self._log.info("bag %s closed: %d messages on %d topics", self.path, sum(self.counts.values()),
+                       len(self.counts))
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    type_name: str
+    count: int
+    qos: QosSpec
+
+
+@dataclass(frozen=True)
+class BagMessage:
+    topic: str
+    type_name: str
+    log_time_ns: int  # ns since the epoch, when the recorder received it
+    data: bytes  # serialized CDR, as published
+
+
+class Bag:
+    """A recorded rosbag2 directory, read with rosbags (definitions from the bag itself)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        if not (self.path / "metadata.yaml").is_file():
+            raise BagError(f"{self.path} is not a rosbag2 directory (no metadata.yaml)")
+        self._reader = AnyReader([self.path])
+        try:
+            self._reader.open()
+        except Exception as e:  # rosbags raises several types for corrupt or foreign bags
+            raise BagError(f"cannot open bag {self.path}: {e}") from e
+        self.topics: dict[str, TopicInfo] = {}
+        for c in self._reader.connections:
+            profiles = getattr(c.ext, "offered_qos_profiles", [])
+            self.topics[c.topic] = TopicInfo(c.topic, c.msgtype, c.msgcount, QosSpec.from_rosbags(profiles))
+
+    def __enter__(self) -> Bag:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._reader.close()
+
+    @property
+    def start_ns(self) -> int:
+        return int(self._reader.start_time)
+
+    @property
+    def end_ns(self) -> int:
+        return int(self._reader.end_time)
+
+    @property
+    def custom_data(self) -> dict[str, str]:
+        """The `custom_data` of metadata.yaml (who recorded, with which robot and LLM, ...)."""
+        meta = yaml.safe_load((self.path / "metadata.yaml").read_text(encoding="utf-8"))
+        info = meta.get("rosbag2_bagfile_information", {}) if isinstance(meta, dict) else {}
+        return {str(k): str(v) for k, v in (info.get("custom_data") or {}).items()}
+
+    def messages(self, topics: Iterable[str] | None = None) -> Iterator[BagMessage]:
+        """Messages in log-time order, optionally only of `topics` (unknown topics are ignored)."""
+        wanted = None if topics is None else set(topics)
+        conns = [c for c in self._reader.connections if wanted is None or c.topic in wanted]
+        if not conns:
+            return
+        for conn, t, raw in self._reader.messages(connections=conns):
+            yield BagMessage(conn.topic, conn.msgtype, int(t), bytes(raw))
+
+    def decode(self, msg: BagMessage) -> Any:
+        """The message as a rosbags dataclass (attribute access like the ROS message)."""
+        return self._reader.deserialize(msg.data, msg.type_name)
+
+    def decoded(self, topic: str) -> list[tuple[int, Any]]:
+        """(log time in ns, decoded message) of every message on `topic`; [] if not recorded."""
+        return [(m.log_time_ns, self.decode(m)) for m in self.messages([topic])]
+
+    @property
+    def cassette_path(self) -> Path:
+        return self.path / CASSETTE_FILE
+
+    @property
+    def transcripts_dir(self) -> Path:
+        return self.path / TRANSCRIPTS_DIR

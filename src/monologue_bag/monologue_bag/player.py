@@ -1,0 +1,185 @@
+"""bag_player: plays a recorded bag into a live graph, standing in for the robot or simulator.
+
+* Publishes the configured sensor topics (names or fnmatch patterns) of the bag with their original
+  timing and QoS (rate factor, start offset, loop).
+* With `episode: true` it also serves what the skills node served in the recording:
+  `get_affordances` (recorded answers) and the `execute_skill` action (recorded results). Playback
+  stops at each recorded skill's start until the planner sends that goal, then plays through the
+  skill and returns its recorded result, so perception sees the post-skill state when asked.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from monologue_common.qos import latched
+from monologue_common.runtime import run_node, to_time
+from monologue_interfaces.action import ExecuteSkill
+from monologue_interfaces.msg import AffordanceReport, SkillAffordance
+from monologue_interfaces.srv import GetAffordances
+
+from .core.bagio import Bag, BagMessage, QosSpec
+from .core.episode import read_recording
+from .core.recording import TopicSelection
+from .core.replay import RecordedSkills
+from .core.timeline import NS, Playback, PlaybackOptions
+from .rostypes import message_class, qos_profile
+
+
+class PlayerNode(Node):
+    def __init__(self) -> None:
+        super().__init__("bag_player")
+        self.declare_parameter("bag", "")  # rosbag2 directory
+        self.declare_parameter("topics", [""])  # sensor topics to publish (names or fnmatch patterns)
+        self.declare_parameter("rate", 1.0)  # playback speed factor
+        self.declare_parameter("start_offset", 0.0)  # s into the bag
+        self.declare_parameter("loop", False)  # plain playback only
+        self.declare_parameter("hold_period", 0.2)  # s between re-publications while waiting; 0 = off
+        self.declare_parameter("episode", True)  # serve the recorded skills and gate playback by them
+        self.declare_parameter("skill_timeout", 120.0)  # s a recorded skill may take to play through
+
+        path = Path(os.path.expanduser(str(self.get_parameter("bag").value)))
+        if not str(self.get_parameter("bag").value):
+            raise ValueError("bag_player: parameter 'bag' (rosbag2 directory) is required")
+        opts = PlaybackOptions(float(self.get_parameter("rate").value),
+                               float(self.get_parameter("start_offset").value),
+                               bool(self.get_parameter("loop").value),
+                               float(self.get_parameter("hold_period").value))
+        opts.validate()
+        self._episode = bool(self.get_parameter("episode").value)
+        self._skill_timeout = float(self.get_parameter("skill_timeout").value)
+        if self._skill_timeout <= 0:
+            raise ValueError("bag_player: skill_timeout must be > 0 s")
+        selection = TopicSelection([t for t in self.get_parameter("topics").value if t])
+        log = logging.getLogger("bag_player")
+
+        with Bag(path) as bag:
+            topics = selection.wanted(bag.topics)
+            if not topics:
+                self.get_logger().warning(f"none of {selection.patterns} is in {path}; publishing nothing")
+            messages = list(bag.messages(topics))
+            start_ns = bag.start_ns
+            recording = read_recording(bag, log) if self._episode else None
+            qos = {t: bag.topics[t].qos for t in topics}
+            types = {t: bag.topics[t].type_name for t in topics}
+        self._pubs = {t: self.create_publisher(message_class(types[t]), t, qos_profile(player_qos(qos[t])))
+                      for t in topics}
+        self.skills: RecordedSkills | None = None
+        limit: int | None = None
+        group = ReentrantCallbackGroup()
+        if recording is not None:
+            self.skills = RecordedSkills(recording.skill_calls, recording.affordances, log)
+            limit = self.skills.limit_ns()
+            first = limit if limit is not None else start_ns
+            if opts.start_offset_s * NS > first - start_ns:
+                raise ValueError(f"bag_player: start_offset {opts.start_offset_s} s skips recorded skills "
+                                 f"(the first starts at {(first - start_ns) / NS:.2f} s)")
+            self._aff_pub = self.create_publisher(AffordanceReport, "skills/affordances", latched(100))
+            self._srv = self.create_service(GetAffordances, "get_affordances", self._affordances,
+                                            callback_group=group)
+            self._action = ActionServer(self, ExecuteSkill, "execute_skill", execute_callback=self._execute,
+                                        goal_callback=lambda _g: GoalResponse.ACCEPT,
+                                        cancel_callback=lambda _g: CancelResponse.ACCEPT, callback_group=group)
+            self.get_logger().info(
+                f"episode replay: {len(recording.episodes)} episode(s), {len(recording.skill_calls)} skill calls "
+                f"(timed by {recording.skill_timing_source}), {len(recording.affordances)} affordance answers")
+        self.playback = Playback(messages, start_ns, opts, self._publish, log, limit_ns=limit)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        self.get_logger().info(f"playing {len(messages)} messages on {topics} from {path} at rate {opts.rate}")
+
+    def _publish(self, m: BagMessage) -> None:
+        self._pubs[m.topic].publish(m.data)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                wake = self.playback.tick(time.monotonic())
+            except Exception as e:  # a publisher error must not silently stop the replay
+                self.get_logger().error(f"playback failed: {e}")
+                return
+            if self.playback.finished and not self._episode:
+                self.get_logger().info(f"end of bag: {self.playback.published} messages published")
+                rclpy.try_shutdown()
+                return
+            self._wake.wait(max(0.0, min(wake - time.monotonic(), 0.5)))
+            self._wake.clear()
+
+    def _allow(self, limit_ns: int | None) -> None:
+        self.playback.allow(limit_ns, time.monotonic())
+        self._wake.set()
+
+    def _affordances(self, req: GetAffordances.Request, res: GetAffordances.Response) -> GetAffordances.Response:
+        assert self.skills is not None
+        answer = self.skills.affordances()
+        if answer is None:
+            res.success, res.message = False, "replay: no recorded get_affordances answer left"
+            return res
+        res.success, res.message = answer.success, answer.message
+        res.skills = [SkillAffordance(skill=s, args=list(a), description=d, affordance=float(aff))
+                      for s, a, d, aff in answer.skills]
+        res.objects, res.locations = list(answer.objects), list(answer.locations)
+        report = AffordanceReport(include_unaffordable=bool(req.include_unaffordable), success=res.success,
+                                  message=res.message, skills=res.skills, objects=res.objects,
+                                  locations=res.locations)
+        report.header.stamp = to_time(time.time())
+        self._aff_pub.publish(report)
+        return res
+
+    def _execute(self, goal: ServerGoalHandle) -> Any:
+        assert self.skills is not None
+        req: Any = goal.request
+        result = ExecuteSkill.Result()
+        outcome = self.skills.begin(str(req.skill), list(req.args))
+        call = outcome.call
+        if call is not None:
+            self._allow(call.end_ns)
+            budget = (call.end_ns - call.start_ns) / NS / self.playback_rate + self._skill_timeout
+            if not self.playback.wait_reached(call.end_ns, budget):
+                self.get_logger().error(f"playback did not reach the end of {call.skill} within {budget:.0f} s")
+            self.skills.finish(call)
+            self._allow(self.skills.limit_ns())
+            result.duration = float((call.end_ns - call.start_ns) / NS)
+        result.error_code = outcome.error_code
+        result.error_msg = outcome.error_msg
+        result.failed_precondition = outcome.failed_precondition
+        if result.error_code == ExecuteSkill.Result.CANCELED and goal.is_cancel_requested:
+            goal.canceled()
+        elif result.error_code == ExecuteSkill.Result.NONE:
+            goal.succeed()
+        else:
+            goal.abort()
+        self.get_logger().info(f"replayed {req.skill}({', '.join(req.args)}): error_code {result.error_code}")
+        return result
+
+    @property
+    def playback_rate(self) -> float:
+        return float(self.get_parameter("rate").value)
+
+    def destroy_node(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        super().destroy_node()
+
+
+def player_qos(recorded: QosSpec) -> QosSpec:
+    """Reliable and transient local, which every subscriber accepts (a bag recorded while the publisher
+    was not yet discovered may say volatile for a latched topic); history depth as recorded for latched
+    topics (several /tf_static messages), 10 for streams."""
+    return QosSpec(reliable=True, transient_local=True, depth=recorded.depth if recorded.transient_local else 10)
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(PlayerNode, threads=4, args=args)

@@ -1,0 +1,147 @@
+"""bag_recorder: records the configured topics, serialized as published, into a rosbag2 MCAP directory.
+
+Like `ros2 bag record`, but installable from PyPI: it discovers the configured topics (names or
+`fnmatch` patterns, hidden action topics included) as they appear, subscribes to each with raw
+(CDR) subscriptions and the QoS its publishers offer, and writes them with their schemas. The bag is
+finished (metadata.yaml written) when the node shuts down (SIGINT/SIGTERM).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from .core.bagio import BagError, BagWriter
+from .core.msgdefs import DefinitionError, MessageDefinitions
+from .core.recording import TopicSelection, parse_rates
+from .rostypes import message_class, offered_qos, qos_profile, share_dir
+
+
+class RecorderNode(Node):
+    def __init__(self) -> None:
+        super().__init__("recorder")
+        self.declare_parameter("output", "")  # bag directory; may exist (sidecar files) but hold no bag
+        self.declare_parameter("topics", [""])  # names or fnmatch patterns
+        self.declare_parameter("max_rates", [""])  # "<topic pattern>=<Hz>"
+        self.declare_parameter("depth", 100)  # subscription queue depth (messages)
+        self.declare_parameter("discovery_period", 0.5)  # s between graph scans for new topics
+        self.declare_parameter("compress", True)  # zstd-compressed MCAP chunks
+        self.declare_parameter("custom_data", [""])  # "key=value" pairs for metadata.yaml
+
+        out = str(self.get_parameter("output").value)
+        if not out:
+            raise ValueError("recorder: parameter 'output' (bag directory) is required")
+        self._selection = TopicSelection(
+            [t for t in self.get_parameter("topics").value if t],
+            parse_rates(list(self.get_parameter("max_rates").value)),
+        )
+        self._depth = int(self.get_parameter("depth").value)
+        period = float(self.get_parameter("discovery_period").value)
+        if self._depth < 1 or period <= 0:
+            raise ValueError("recorder: depth must be >= 1 and discovery_period > 0 s")
+        custom: dict[str, str] = {}
+        for item in self.get_parameter("custom_data").value:
+            if item:
+                k, sep, v = item.partition("=")
+                if not sep:
+                    raise ValueError(f"recorder: custom_data entries are key=value, got {item!r}")
+                custom[k] = v
+        custom.setdefault("monologue.recorded_by", f"bag_recorder pid {os.getpid()}")
+        self._writer = BagWriter(Path(os.path.expanduser(out)), MessageDefinitions(share_dir),
+                                 logging.getLogger("recorder.bag"),
+                                 compress=bool(self.get_parameter("compress").value), custom_data=custom)
+        self._writer.open()
+        self._subs: dict[str, Any] = {}
+        self._failed: set[str] = set()
+        self._last_rx = time.monotonic()
+        self._group = MutuallyExclusiveCallbackGroup()  # one writer thread at a time, in order
+        self._timer = self.create_timer(period, self._discover)
+        self.get_logger().info(f"recording {self._selection.patterns} into {self._writer.path}")
+        self._discover()
+
+    def _discover(self) -> None:
+        types = dict(self.get_topic_names_and_types())
+        for topic in self._selection.wanted(types):
+            if topic in self._subs or topic in self._failed:
+                continue
+            type_name = types[topic][0]
+            if len(types[topic]) > 1:
+                self.get_logger().warning(f"{topic} has several types {types[topic]}; recording {type_name}")
+            infos = self.get_publishers_info_by_topic(topic)
+            if not infos:  # known from subscribers only: wait for a publisher, whose QoS we must match
+                continue
+            try:
+                cls = message_class(type_name)
+                qos = offered_qos([i.qos_profile for i in infos], self._depth)
+                self._writer.add_topic(topic, type_name, qos)
+            except (DefinitionError, BagError) as e:
+                self._failed.add(topic)
+                self.get_logger().error(f"cannot record {topic} ({type_name}): {e}")
+                continue
+            # two-argument callback: rclpy passes the message info (rmw receive time) too
+            self._subs[topic] = self.create_subscription(
+                cls, topic, functools.partial(self._on_message, topic), qos_profile(qos),
+                callback_group=self._group, raw=True)
+            self.get_logger().info(f"recording {topic} [{type_name}]"
+                                   f"{' transient-local' if qos.transient_local else ''}")
+
+    def _on_message(self, topic: str, data: bytes, info: dict[str, int]) -> None:
+        # The publisher's send time orders messages as they happened across topics (a skill's last
+        # scene before its result), also for history a transient-local topic delivers when the recorder
+        # joins late; the executor's processing order does neither. Fallbacks: receive time, now.
+        t = int(info.get("source_timestamp", 0)) or int(info.get("received_timestamp", 0)) or time.time_ns()
+        self._last_rx = time.monotonic()
+        if self._selection.admit(topic, t):
+            try:
+                self._writer.write(topic, t, bytes(data))
+            except BagError as e:
+                self.get_logger().error(f"dropped a message on {topic}: {e}")
+
+    def drain(self, quiet_s: float = 0.3, max_s: float = 3.0) -> None:
+        """Wait until no message arrived for `quiet_s` (s), at most `max_s` (s): the last messages of a
+        run (the final transcript events) are still in flight when the graph is stopped."""
+        deadline = time.monotonic() + max_s
+        while time.monotonic() < deadline and time.monotonic() - self._last_rx < quiet_s:
+            time.sleep(0.05)
+
+    def destroy_node(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    """Spin until SIGINT/SIGTERM, then drain what is in flight and finish the bag."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    node: RecorderNode | None = None
+    executor = MultiThreadedExecutor(num_threads=2)
+    try:
+        node = RecorderNode()
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        while not stop.wait(0.2) and spinner.is_alive():
+            pass
+        node.drain()
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()

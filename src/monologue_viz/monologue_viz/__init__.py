@@ -1,0 +1,1 @@
+"""RViz markers of the monologue transcript, the current skill and the scene."""

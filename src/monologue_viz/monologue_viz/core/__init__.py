@@ -1,0 +1,1 @@
+"""ROS-free marker building."""

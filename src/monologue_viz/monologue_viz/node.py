@@ -1,0 +1,100 @@
+"""monologue_viz: MarkerArrays for RViz (rclpy adapter only).
+
+* `monologue/markers`: the running episode's last transcript lines and the skill being executed;
+* `monologue/scene_markers`: the scene description's objects (cubes, cylinders, labels).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from builtin_interfaces.msg import Duration
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from visualization_msgs.msg import Marker, MarkerArray
+
+from monologue_common.qos import LATCHED, TRANSCRIPT
+from monologue_common.runtime import run_node
+from monologue_interfaces.action import ExecuteSkill
+from monologue_interfaces.msg import SceneDescription, TranscriptEvent
+
+from .core.markers import ADD, CUBE, CYLINDER, MarkerSpec, SceneItem, SceneView, TranscriptView, ViewConfig
+
+_TYPES = {"text": Marker.TEXT_VIEW_FACING, CUBE: Marker.CUBE, CYLINDER: Marker.CYLINDER}
+_KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptEvent) if n.startswith("KIND_")}
+
+
+class VizNode(Node):
+    def __init__(self) -> None:
+        super().__init__("viz")
+        self.declare_parameter("frame_id", "base_link")
+        self.declare_parameter("lines", 12)
+        self.declare_parameter("line_height", 0.035)  # m
+        self.declare_parameter("text_size", 0.025)  # m
+        self.declare_parameter("anchor", [0.5, -0.55, 0.45])  # m
+        self.declare_parameter("lifetime", 0.0)  # s
+        p = self.get_parameter
+        anchor = [float(v) for v in p("anchor").value]
+        if len(anchor) != 3:
+            raise ValueError("viz: anchor must be [x, y, z] in m")
+        cfg = ViewConfig(str(p("frame_id").value), int(p("lines").value), float(p("line_height").value),
+                         float(p("text_size").value), (anchor[0], anchor[1], anchor[2]),
+                         lifetime_s=float(p("lifetime").value))
+        self.view = TranscriptView(cfg)
+        self.scene = SceneView(cfg.lifetime_s)
+        group = MutuallyExclusiveCallbackGroup()
+        self._pub = self.create_publisher(MarkerArray, "monologue/markers", LATCHED)
+        self._scene_pub = self.create_publisher(MarkerArray, "monologue/scene_markers", LATCHED)
+        self.create_subscription(TranscriptEvent, "monologue/transcript", self._on_event, TRANSCRIPT,
+                                 callback_group=group)
+        self.create_subscription(SceneDescription, "scene/description", self._on_scene, LATCHED,
+                                 callback_group=group)
+        self.create_subscription(ExecuteSkill.Impl.FeedbackMessage, "execute_skill/_action/feedback",
+                                 self._on_feedback, 10, callback_group=group)
+
+    def _on_event(self, msg: TranscriptEvent) -> None:
+        try:
+            data = json.loads(msg.data_json or "{}")
+        except json.JSONDecodeError:
+            data = {}
+        self.view.on_event(msg.episode_id, int(msg.index), _KINDS.get(msg.kind, str(msg.kind)), msg.text,
+                           data if isinstance(data, dict) else {})
+        self._pub.publish(self._array(self.view.markers()))
+
+    def _on_feedback(self, msg: Any) -> None:
+        self.view.on_skill_state(str(msg.feedback.state_text))
+        self._pub.publish(self._array(self.view.markers()))
+
+    def _on_scene(self, msg: SceneDescription) -> None:
+        items = [SceneItem(o.name, o.category,
+                           (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
+                           (o.size.x, o.size.y, o.size.z)) for o in msg.objects]
+        frame = msg.header.frame_id or self.view.cfg.frame_id
+        self._scene_pub.publish(self._array(self.scene.markers(frame, items)))
+
+    def _array(self, specs: Sequence[MarkerSpec]) -> MarkerArray:
+        stamp = self.get_clock().now().to_msg()
+        return MarkerArray(markers=[to_marker(s, stamp) for s in specs])
+
+
+def to_marker(s: MarkerSpec, stamp: Any) -> Marker:
+    m = Marker()
+    m.header.frame_id = s.frame_id
+    m.header.stamp = stamp
+    m.ns, m.id = s.ns, s.id
+    m.action = Marker.ADD if s.action == ADD else Marker.DELETE
+    m.type = _TYPES[s.type]
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in s.position)
+    m.pose.orientation.w = 1.0
+    m.scale.x, m.scale.y, m.scale.z = (float(v) for v in s.scale)
+    m.color.r, m.color.g, m.color.b, m.color.a = (float(v) for v in s.color)
+    m.text = s.text
+    sec = int(s.lifetime_s)
+    m.lifetime = Duration(sec=sec, nanosec=int((s.lifetime_s - sec) * 1e9))
+    m.frame_locked = False
+    return m
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(VizNode, threads=2, args=args)
