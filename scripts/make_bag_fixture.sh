@@ -17,5 +17,8 @@ cd "$ROOT"
 export ROS_DOMAIN_ID="${MONOLOGUE_FIXTURE_DOMAIN:-$(( 200 + RANDOM % 30 ))}"  # isolated from other graphs
 rm -rf "$OUT"
 mkdir -p "$(dirname "$OUT")"
-monologue-demo seed:=11 blocks:=2 record:="$OUT"
+# The physics sim with a small, slow camera keeps the bag small (IM scenes are 2-4 blocks).
+monologue-demo seed:=11 blocks:=2 record:="$OUT" \
+    --param tabletop_sim:camera.width=160 --param tabletop_sim:camera.height=120 \
+    --param tabletop_sim:camera.rate=1.0
 monologue-bag-info "$OUT"

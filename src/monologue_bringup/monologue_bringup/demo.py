@@ -2,7 +2,7 @@
 random scene, print the monologue live, and exit 0 if the world ends up as asked.
 
     monologue-demo [seed:=N] [blocks:=2|3|4] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
-                   [record:=<bag dir>]
+                   [record:=<bag dir>] [robot:=sim|sim_kinematic] [--param node:name=value ...]
 
 The scene (its seed, and 2 or 3 blocks unless `blocks` is given) is random and printed, so a run can
 be repeated with `seed:=N blocks:=M`. record:=<dir> records the run into a rosbag2 MCAP directory with
@@ -23,7 +23,7 @@ from typing import Any
 from monologue_bag.core.layout import bag_files_in
 
 from .graph import parse_launch_args, scene_node
-from .up import Supervisor
+from .up import Supervisor, parse_node_params
 
 DEFAULT_INSTRUCTION = "Put the blocks in their matching bowls."
 
@@ -110,8 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
         "timeout": "600", "log_level": "warn", "blocks": "0", "record": "",
     })
-    if rest:
-        print(f"unexpected arguments: {rest}\n{__doc__}", file=sys.stderr)
+    extra = [rest[i + 1] for i, a in enumerate(rest[:-1]) if a == "--param"]
+    unexpected = [a for i, a in enumerate(rest) if a != "--param" and (i == 0 or rest[i - 1] != "--param")]
+    if unexpected or len(extra) * 2 != len(rest):
+        print(f"unexpected arguments: {unexpected or rest}\n{__doc__}", file=sys.stderr)
+        return 2
+    try:
+        overrides = parse_node_params(extra)
+    except ValueError as e:
+        print(e, file=sys.stderr)
         return 2
     seed = int(values["seed"])
     if seed < 0:
@@ -141,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if record is None:  # a recorded run keeps its transcript files next to the bag
         node_params["planner"] = {"transcript_dir": str(transcripts)}
+    for node, params in overrides.items():  # --param node:name=value wins
+        node_params.setdefault(node, {}).update(params)
     sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
                      log_level=values["log_level"], record=record)
     t0 = time.monotonic()
