@@ -349,7 +349,8 @@ class MdetrDetector:
         if max(h, w) * scale > 1333:
             scale = 1333 / max(h, w)
         pil = _pil(image).resize((round(w * scale), round(h * scale)), _import("PIL.Image").BILINEAR)
-        a = (np.asarray(pil, dtype=np.float32) / 255.0 - np.array(self.MEAN, np.float32)) / np.array(self.STD, np.float32)
+        mean, std = np.array(self.MEAN, np.float32), np.array(self.STD, np.float32)
+        a = (np.asarray(pil, dtype=np.float32) / 255.0 - mean) / std
         return self._torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))[None]
 
     def detect(self, image: RgbImage, candidates: Sequence[str]) -> list[Detection]:
@@ -410,7 +411,7 @@ class OracleDetector:
 
     name = "oracle"
 
-    def __init__(self, min_visible_fraction: float = 0.3, min_pixels: int = 30, tolerance_m: float = 0.01,
+    def __init__(self, min_visible_fraction: float = 0.5, min_pixels: int = 30, tolerance_m: float = 0.01,
                  stride: int = 2) -> None:
         self.min_visible_fraction, self.min_pixels = min_visible_fraction, min_pixels
         self.tolerance_m, self.stride = tolerance_m, max(1, stride)
@@ -457,6 +458,11 @@ class OracleDetector:
             lo = np.asarray(obj.center) - np.asarray(obj.size) / 2 - self.tolerance_m
             hi = np.asarray(obj.center) + np.asarray(obj.size) / 2 + self.tolerance_m
             inside = np.all((pts >= lo) & (pts <= hi), axis=1) if len(pts) else np.zeros(0, dtype=bool)
+            for other in self._objects:  # a point inside another object belongs to that one
+                if other is not obj and other.category != "location" and inside.any():
+                    olo = np.asarray(other.center) - np.asarray(other.size) / 2
+                    ohi = np.asarray(other.center) + np.asarray(other.size) / 2
+                    inside &= ~np.all((pts > olo) & (pts < ohi), axis=1)
             # Fraction of the projected area that shows the object (a box projects to a hexagon that
             # fills roughly 2/3 of its bounding box, hence the comparison with the area's 0.6).
             n_in, n_total = int(inside.sum()), max(1, us.size)

@@ -102,7 +102,8 @@ def quaternion_from_matrix(t: FloatArray) -> tuple[float, float, float, float]:
 def transform_from_rpy(translation: Sequence[float], rpy_rad: Sequence[float]) -> FloatArray:
     """4x4 transform from a translation (m) and fixed-axis roll, pitch, yaw (rad), as in URDF."""
     roll, pitch, yaw = (float(a) for a in rpy_rad)
-    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
+    cr, sr, cp, sp = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
     t = np.eye(4)
     t[:3, :3] = [
         [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
@@ -185,7 +186,8 @@ def shrink_box(box: Box, fraction: float) -> Box:
 
 
 def valid_depth_mask(depth_m: NDArray[np.floating[Any]], min_m: float, max_m: float) -> NDArray[np.bool_]:
-    return np.isfinite(depth_m) & (depth_m > min_m) & (depth_m < max_m)
+    mask: NDArray[np.bool_] = np.isfinite(depth_m) & (depth_m > min_m) & (depth_m < max_m)
+    return mask
 
 
 @dataclass(frozen=True)
@@ -337,7 +339,7 @@ class Cluster:
     n_points: int
 
 
-def chromaticity(rgb: NDArray[np.floating[Any]]) -> FloatArray:
+def chromaticity(rgb: NDArray[Any]) -> FloatArray:
     """Nx2 (r, g) chromaticity r/(r+g+b), g/(r+g+b): invariant to shading brightness."""
     c = np.asarray(rgb, dtype=np.float64)
     s = np.maximum(c.sum(axis=1, keepdims=True), 1.0)
@@ -347,7 +349,7 @@ def chromaticity(rgb: NDArray[np.floating[Any]]) -> FloatArray:
 def cluster_box(
     points_base: FloatArray, pixels: NDArray[np.int64], box: Box, plane: Plane | None,
     cfg: ClusterConfig = ClusterConfig(), prefer: FloatArray | None = None,
-    colors: NDArray[np.floating[Any]] | None = None,
+    colors: NDArray[Any] | None = None,
 ) -> Cluster | None:
     """The object in `box` from the above-table points whose pixels fall in it (open3d DBSCAN).
 
@@ -411,7 +413,8 @@ def _box_distance(u: FloatArray, v: FloatArray, box: Box) -> FloatArray:
     return np.asarray(np.hypot(du, dv), dtype=np.float64)
 
 
-def place_pixel(target: Box, others: Sequence[Box], margin_fraction: float = 0.2, grid: int = 21) -> tuple[float, float]:
+def place_pixel(target: Box, others: Sequence[Box], margin_fraction: float = 0.2,
+                grid: int = 21) -> tuple[float, float]:
     """IM real tabletop sorting place point (IM App. A.2): "a point in the target plate's bounding
     box that is farthest away from the bounding boxes of other objects", in pixels.
 

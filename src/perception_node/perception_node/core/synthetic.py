@@ -137,10 +137,13 @@ def camera_point(frame: SynthFrame, point_base: Sequence[float]) -> FloatArray:
     return apply(invert(frame.base_from_camera), np.asarray(point_base, dtype=np.float64))
 
 
-def block(name: str, x: float, y: float, rgb: tuple[int, int, int], edge_m: float = 0.04, z0: float = 0.0) -> SynthObject:
+def block(name: str, x: float, y: float, rgb: tuple[int, int, int], edge_m: float = 0.04,
+          z0: float = 0.0) -> SynthObject:
     """A cube of edge `edge_m` (m) resting at height z0 (m) with its centre above (x, y)."""
     return SynthObject(name, "block", (x, y, z0 + edge_m / 2), (edge_m, edge_m, edge_m), rgb)
 
 
-def bowl(name: str, x: float, y: float, rgb: tuple[int, int, int], width_m: float = 0.12, height_m: float = 0.05) -> SynthObject:
+def bowl(name: str, x: float, y: float, rgb: tuple[int, int, int], width_m: float = 0.12,
+         height_m: float = 0.05) -> SynthObject:
+    """An open square bowl (m) standing on the table with its centre above (x, y)."""
     return SynthObject(name, "bowl", (x, y, height_m / 2), (width_m, width_m, height_m), rgb)
