@@ -209,6 +209,21 @@ if [ "$MODE" = "system" ]; then
   fi
 fi
 
+# ------------------------------------------------------- system libraries ----
+# open3d (and pyrealsense2) load libusb-1.0 at import. It is a Debian/Ubuntu package; as root it is
+# installed here, otherwise the script stops and says what to install.
+phase_begin "system libraries"
+if ldconfig -p 2>/dev/null | grep -q 'libusb-1\.0\.so\.0'; then
+  phase_end "(libusb-1.0 present)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y --no-install-recommends libusb-1.0-0 >/dev/null 2>&1 ||
+    { apt-get update -qq && apt-get install -y --no-install-recommends libusb-1.0-0 >/dev/null; } ||
+    die "could not apt-get install libusb-1.0-0 (needed by open3d)"
+  phase_end "(installed libusb-1.0-0 with apt-get)"
+else
+  die "the system library libusb-1.0 is missing (open3d needs it): sudo apt-get install libusb-1.0-0"
+fi
+
 # ------------------------------------------------------------------- pip ----
 # Hide the noise of this machine's pip config (file:// indexes without the
 # package); everything else pip prints is kept.
@@ -217,7 +232,7 @@ pip_run() {
 }
 
 if [ "$MODE" = "system" ]; then
-  REQ_FILES=("$REQ/bootstrap.txt" "$REQ/runtime.txt" "$REQ/dev.txt")
+  REQ_FILES=("$REQ/bootstrap.txt" "$REQ/torch-cpu.txt" "$REQ/runtime.txt" "$REQ/dev.txt")
   CONSTRAINTS=()
   # Keep the system (apt) NumPy: ROS's C extensions are compiled against it, and
   # a NumPy 2 from PyPI shadowing apt's 1.x would break importing them.
@@ -227,7 +242,7 @@ if [ "$MODE" = "system" ]; then
     CONSTRAINTS=(-c "$VENV/.monologue-system-constraints.txt")
   fi
 else
-  REQ_FILES=("$REQ/bootstrap.txt" "$REQ/ros-jazzy.txt" "$REQ/runtime.txt" "$REQ/dev.txt")
+  REQ_FILES=("$REQ/bootstrap.txt" "$REQ/torch-cpu.txt" "$REQ/ros-jazzy.txt" "$REQ/runtime.txt" "$REQ/dev.txt")
   CONSTRAINTS=()
   # --write-lock re-resolves without the old lock (a changed top-level pin would
   # conflict with it); pip keeps installed versions that still satisfy.
@@ -254,17 +269,23 @@ if [ "${MONOLOGUE_FORCE_PIP:-0}" != "1" ] && [ "$WRITE_LOCK" != 1 ] &&
 else
   rm -f "$PIP_STAMP"
   pip_run install "${CONSTRAINTS[@]+"${CONSTRAINTS[@]}"}" -r "$REQ/bootstrap.txt"
+  # CPU torch first and on its own (see requirements/torch-cpu.txt): later requirements then find
+  # torch satisfied and cannot pull in a CUDA build.
+  pip_run install "${CONSTRAINTS[@]+"${CONSTRAINTS[@]}"}" -r "$REQ/torch-cpu.txt"
   req_args=()
   for f in "${REQ_FILES[@]}"; do
-    [ "$f" = "$REQ/bootstrap.txt" ] || req_args+=(-r "$f")
+    case "$f" in "$REQ/bootstrap.txt"|"$REQ/torch-cpu.txt") ;; *) req_args+=(-r "$f") ;; esac
   done
   pip_run install "${CONSTRAINTS[@]+"${CONSTRAINTS[@]}"}" "${req_args[@]}"
-  # Guard: nothing here may pull in torch/torchvision.
-  for banned in torch torchvision; do
-    if compgen -G "$VENV/lib/python*/site-packages/$banned" >/dev/null; then
-      die "$banned got installed into .venv; some requirement pulls it in - it must not"
-    fi
-  done
+  # Guards: torch must be the CPU build, and torchvision must not be there at all.
+  torch_version="$("$VPY" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)"
+  case "$torch_version" in
+    *+cpu) ;;
+    *) die "torch ${torch_version:-is missing}: expected the CPU build from requirements/torch-cpu.txt" ;;
+  esac
+  if compgen -G "$VENV/lib/python*/site-packages/torchvision" >/dev/null; then
+    die "torchvision got installed into .venv; some requirement pulls it in - it must not"
+  fi
   pip_run check || echo "setup.sh: warning: 'pip check' reported conflicts (see above)" >&2
   echo "$req_hash" > "$PIP_STAMP"
   phase_end "(installed)"

@@ -18,7 +18,8 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'perception_node = perception_node.node:main'
+            'perception_node = perception_node.node:main',
+            'realsense_publisher = perception_node.realsense_publisher:main',
         ],
     },
 )

@@ -1,6 +1,9 @@
 """perception_node: publishes the scene description and serves DescribeScene (rclpy adapter only).
 
 Source "oracle" turns the simulator's ground truth into the scene description (IM sim).
+Source "camera" runs the RGB-D pipeline (core/pipeline.py) on colour + aligned depth + CameraInfo,
+with the camera pose from /tf (when tf2_msgs is importable) or a static extrinsics parameter, keeps
+the visible/occluded object memory, and publishes RViz markers and per-stage diagnostics.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from monologue_interfaces.srv import DescribeScene
 
 from .core.scene import OracleSceneSource, Scene, SceneObject
 
-SOURCES = ("oracle",)
+SOURCES = ("oracle", "camera")
 
 
 class PerceptionNode(Node):
@@ -39,10 +42,22 @@ class PerceptionNode(Node):
         self._latest_rx = 0.0  # monotonic time the latest input arrived
         group = ReentrantCallbackGroup()
         self._pub = self.create_publisher(SceneDescription, "scene/description", LATCHED)
-        self._sub = self.create_subscription(
-            SceneDescription, str(self.get_parameter("ground_truth_topic").value), self._on_ground_truth,
-            LATCHED, callback_group=group)
+        if source == "oracle":
+            self._sub = self.create_subscription(
+                SceneDescription, str(self.get_parameter("ground_truth_topic").value), self._on_ground_truth,
+                LATCHED, callback_group=group)
+        else:
+            from .camera_source import CameraSource
+
+            self._camera = CameraSource(self, self._publish_scene, group)
         self._srv = self.create_service(DescribeScene, "describe_scene", self._describe, callback_group=group)
+
+    def _publish_scene(self, out: SceneDescription) -> None:
+        """Publish a scene description (camera source) and wake DescribeScene waiters."""
+        self._pub.publish(out)
+        with self._cond:
+            self._latest, self._latest_rx = out, time.monotonic()
+            self._cond.notify_all()
 
     def _on_ground_truth(self, msg: SceneDescription) -> None:
         scene = self._oracle.describe(scene_from_msg(msg))

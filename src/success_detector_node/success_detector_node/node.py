@@ -1,13 +1,31 @@
-"""success_detector_node: serves DetectSuccess from the perception scene (rclpy adapter only)."""
+"""success_detector_node: serves DetectSuccess from the perception scene (rclpy adapter only).
+
+Strategies (parameter `strategy`): sim_geometric, tabletop (IM real-tabletop 3 cm / 10 cm rule; the
+intended place point comes from the latched scene/description at the skill's start). The clip and
+llm_judge strategies exist in core/detectors.py; they need images / an LLM backend not wired here.
+"""
 from __future__ import annotations
+
+import threading
+from collections import deque
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from monologue_common.runtime import WaitTimeout, run_node, wait_future
+from monologue_common.qos import LATCHED
+from monologue_common.runtime import WaitTimeout, from_time, run_node, wait_future
+from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
 
-from .core.detectors import SceneEntry, make_detector
+from .core.detectors import Context, SceneEntry, make_detector
+
+
+def _entries(scene: SceneDescription) -> dict[str, SceneEntry]:
+    return {
+        o.name: SceneEntry(o.name, o.category,
+                           (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z), o.visible)
+        for o in scene.objects
+    }
 
 
 class SuccessDetectorNode(Node):
@@ -16,17 +34,36 @@ class SuccessDetectorNode(Node):
         self.declare_parameter("strategy", "sim_geometric")
         self.declare_parameter("xy_tolerance", 0.04)  # m
         self.declare_parameter("scene_timeout", 5.0)  # s
+        self.declare_parameter("stack_tolerance", 0.03)  # m, tabletop: stacking onto a block
+        self.declare_parameter("sort_tolerance", 0.10)  # m, tabletop: into a plate/bowl/location
         self._detector = make_detector(
             str(self.get_parameter("strategy").value),
-            {"xy_tolerance_m": float(self.get_parameter("xy_tolerance").value)},
+            {"xy_tolerance_m": float(self.get_parameter("xy_tolerance").value),
+             "stack_tolerance_m": float(self.get_parameter("stack_tolerance").value),
+             "sort_tolerance_m": float(self.get_parameter("sort_tolerance").value)},
         )
+        # Recent scene descriptions (stamp s, message), for the scene at a skill's start.
+        self._history: deque[tuple[float, SceneDescription]] = deque(maxlen=200)
+        self._history_lock = threading.Lock()
         self._timeout = float(self.get_parameter("scene_timeout").value)
         if self._timeout <= 0:
             raise ValueError("scene_timeout must be > 0 s")
         group = ReentrantCallbackGroup()
         self._scene = self.create_client(DescribeScene, "describe_scene", callback_group=group)
         self._srv = self.create_service(DetectSuccess, "detect_success", self._detect, callback_group=group)
+        self._scene_sub = self.create_subscription(SceneDescription, "scene/description", self._on_scene, LATCHED,
+                                                   callback_group=group)
         self.get_logger().info(f"success detector: {self._detector.name}")
+
+    def _on_scene(self, msg: SceneDescription) -> None:
+        with self._history_lock:
+            self._history.append((from_time(msg.header.stamp), msg))
+
+    def _scene_at(self, t: float) -> SceneDescription | None:
+        """The newest scene description observed at or before time t (s)."""
+        with self._history_lock:
+            older = [m for s, m in self._history if s <= t]
+        return older[-1] if older else None
 
     def _detect(self, req: DetectSuccess.Request, res: DetectSuccess.Response) -> DetectSuccess.Response:
         res.detector = self._detector.name
@@ -48,13 +85,10 @@ class SuccessDetectorNode(Node):
             self.get_logger().error(res.explanation)
             return res
         scene = answer.scene
-        entries = {
-            o.name: SceneEntry(o.name, o.category,
-                               (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
-                               o.visible)
-            for o in scene.objects
-        }
-        verdict = self._detector.detect(req.skill, list(req.args), entries)
+        before = self._scene_at(from_time(req.skill_start))
+        context = Context(before=_entries(before) if before is not None else None,
+                          held=tuple(scene.held_objects))
+        verdict = self._detector.detect(req.skill, list(req.args), _entries(scene), context)
         res.success, res.confidence, res.explanation = verdict.success, float(verdict.confidence), verdict.explanation
         self.get_logger().info(f"{req.skill}({', '.join(req.args)}): {verdict.success} ({verdict.explanation})")
         return res

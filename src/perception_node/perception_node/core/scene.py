@@ -16,6 +16,8 @@ class SceneObject:
     visible: bool = True
     confidence: float = 1.0
     segmentation_id: int = -1
+    # Where to put things onto this object (m, `frame`): the IM-R plate/bowl place point; None = position.
+    place_point: tuple[float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class Scene:
             o.name for o in self.objects
             if o.visible and (include_locations or o.category != "location")
         ]
+
+    def occluded_names(self) -> list[str]:
+        """Objects seen before but not visible now (IM Listing 2 "Occluded objects are [...]")."""
+        return [o.name for o in self.objects if not o.visible and o.category != "location"]
 
 
 class OracleSceneSource:

@@ -1,10 +1,18 @@
-"""Success detectors over a scene description (plain data; no rclpy)."""
+"""Success detectors over a scene description (plain data; no rclpy).
+
+Strategies: the IM sim geometric rule, the IM real-tabletop place rule, a CLIP image-text
+before/after score, and an LLM/VLM judge. Every one returns success, confidence and explanation.
+"""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
 
 
 @dataclass(frozen=True)
@@ -15,6 +23,18 @@ class SceneEntry:
     category: str
     position: tuple[float, float, float]
     visible: bool = True
+    # Where things are put onto it (m, base frame), e.g. the IM-R plate/bowl place point; None = position.
+    place_point: tuple[float, float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """Evidence beyond the post-action scene, for detectors that compare before and after."""
+
+    before: Mapping[str, SceneEntry] | None = None   # scene at the skill's start
+    image_before: NDArray[np.uint8] | None = None    # HxWx3 RGB at the skill's start
+    image_after: NDArray[np.uint8] | None = None     # HxWx3 RGB after the skill
+    held: tuple[str, ...] = ()                        # objects in the gripper after the skill
 
 
 @dataclass(frozen=True)
@@ -28,7 +48,14 @@ class Verdict:
 class SuccessDetector(Protocol):
     name: str
 
-    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry]) -> Verdict: ...
+    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
+               context: Context | None = None) -> Verdict: ...
+
+
+def _pick_place_args(skill: str, args: Sequence[str]) -> tuple[str, str] | None:
+    if skill != "pick_place" or len(args) != 2:
+        return None
+    return args[0], args[1]
 
 
 class SimGeometricDetector:
@@ -42,7 +69,8 @@ class SimGeometricDetector:
             raise ValueError("xy_tolerance_m must be > 0")
         self.xy_tolerance_m = xy_tolerance_m
 
-    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry]) -> Verdict:
+    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
+               context: Context | None = None) -> Verdict:
         if skill != "pick_place" or len(args) != 2:
             return Verdict(False, 0.0, f"no rule for {skill}({', '.join(args)})", self.name)
         obj_name, target_name = args
@@ -63,8 +91,164 @@ class SimGeometricDetector:
         return Verdict(True, 1.0, f"the {obj_name} is {d * 100:.1f} cm (x-y) from the {target_name}", self.name)
 
 
-def make_detector(strategy: str, params: Mapping[str, float]) -> SuccessDetector:
-    """Build a detector by name; raises ValueError on an unknown strategy."""
+class TabletopPlaceDetector:
+    """IM real tabletop rule (IM:L757-766): the x-y distance in the base frame between the object's
+    centre after the action and the intended place point is under `stack_tolerance_m` (3 cm) when
+    stacking onto a block and under `sort_tolerance_m` (10 cm) when sorting into a plate, bowl or
+    location ("objects may roll around until contact with the plate boundary").
+
+    The intended place point is the target's place point (or centre) in the scene at the skill's
+    start (`context.before`), else in the current scene (the memory keeps a covered target).
+    """
+
+    name = "tabletop"
+
+    def __init__(self, stack_tolerance_m: float = 0.03, sort_tolerance_m: float = 0.10,
+                 stack_categories: Sequence[str] = ("block",)) -> None:
+        if stack_tolerance_m <= 0 or sort_tolerance_m <= 0:
+            raise ValueError("stack_tolerance_m and sort_tolerance_m must be > 0")
+        self.stack_tolerance_m, self.sort_tolerance_m = stack_tolerance_m, sort_tolerance_m
+        self.stack_categories = tuple(stack_categories)
+
+    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
+               context: Context | None = None) -> Verdict:
+        pp = _pick_place_args(skill, args)
+        if pp is None:
+            return Verdict(False, 0.0, f"no rule for {skill}({', '.join(args)})", self.name)
+        obj_name, target_name = pp
+        ctx = context or Context()
+        if obj_name in ctx.held:
+            return Verdict(False, 1.0, f"the {obj_name} is still in the gripper", self.name)
+        obj = scene.get(obj_name)
+        if obj is None or not obj.visible:
+            why = "not in the scene description" if obj is None else "not detected after the action"
+            return Verdict(False, 0.6, f"the {obj_name} is {why}", self.name)
+        target = (ctx.before or {}).get(target_name) or scene.get(target_name)
+        if target is None:
+            return Verdict(False, 0.5, f"the {target_name} is not in the scene description", self.name)
+        place = target.place_point or target.position
+        stacking = target.category in self.stack_categories
+        tol = self.stack_tolerance_m if stacking else self.sort_tolerance_m
+        d = math.hypot(obj.position[0] - place[0], obj.position[1] - place[1])
+        ok = d < tol
+        confidence = 0.5 + 0.5 * min(1.0, abs(d - tol) / tol)
+        kind = "stacking" if stacking else "sorting"
+        return Verdict(ok, confidence,
+                       f"the {obj_name} is {d * 100:.1f} cm (x-y) from the place point on the {target_name}; "
+                       f"{kind} needs < {tol * 100:.0f} cm", self.name)
+
+
+class ImageTextScorer(Protocol):
+    """Image-text similarity, e.g. CLIP logits (perception_node.core.detectors.ClipScorer)."""
+
+    def score(self, image: NDArray[np.uint8], texts: Sequence[str]) -> list[float]: ...
+
+
+class ClipBeforeAfterDetector:
+    """CLIP image-text score of "the <object> in/on the <target>" before and after the skill: the
+    skill succeeded if the score rose by more than `threshold` (CLIP logit units). A zero-shot
+    stand-in for IM's fine-tuned CLIP success classifier (IM:L826-858)."""
+
+    name = "clip"
+    CONTAINERS = ("bowl", "plate", "container", "box", "basket")
+
+    def __init__(self, scorer: ImageTextScorer, threshold: float = 0.5,
+                 template: str = "a photo of the {obj} {rel} the {target}") -> None:
+        self.scorer, self.threshold, self.template = scorer, threshold, template
+
+    def text(self, obj: str, target: str, category: str) -> str:
+        rel = "in" if category in self.CONTAINERS else "on"
+        return self.template.format(obj=obj, rel=rel, target=target)
+
+    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
+               context: Context | None = None) -> Verdict:
+        pp = _pick_place_args(skill, args)
+        if pp is None:
+            return Verdict(False, 0.0, f"no rule for {skill}({', '.join(args)})", self.name)
+        ctx = context or Context()
+        if ctx.image_before is None or ctx.image_after is None:
+            return Verdict(False, 0.0, "no camera images from before and after the skill", self.name)
+        target = scene.get(pp[1])
+        text = self.text(pp[0], pp[1], target.category if target is not None else "")
+        before = self.scorer.score(ctx.image_before, [text])[0]
+        after = self.scorer.score(ctx.image_after, [text])[0]
+        delta = after - self.threshold - before
+        confidence = 1.0 / (1.0 + math.exp(-abs(delta)))
+        return Verdict(delta > 0, confidence,
+                       f'CLIP score of "{text}" {before:.2f} -> {after:.2f} (needs a rise > {self.threshold:.2f})',
+                       self.name)
+
+
+class GenerationLike(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+class TextGenerator(Protocol):
+    """The planner's LLM backend interface (planner_node.core.llm.base.LLMBackend.generate)."""
+
+    def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64) -> GenerationLike: ...
+
+
+def _describe(scene: Mapping[str, SceneEntry]) -> str:
+    rows = []
+    for e in scene.values():
+        x, y, z = e.position
+        state = "" if e.visible else " (not visible)"
+        rows.append(f"- {e.name} ({e.category}) at x={x:.2f} m, y={y:.2f} m, z={z:.2f} m{state}")
+    return "\n".join(rows) or "- nothing"
+
+
+class LlmJudgeDetector:
+    """Asks a language model whether the action worked, from the scene before and after as text
+    (or, with a VLM backend, whatever its prompt carries). The answer must start with yes or no."""
+
+    name = "llm_judge"
+    PROMPT = (
+        "A robot arm tried to {action}.\n"
+        "Objects before the action:\n{before}\n"
+        "Objects after the action:\n{after}\n"
+        "Did the robot succeed? Answer yes or no.\nAnswer:"
+    )
+
+    def __init__(self, llm: TextGenerator, max_tokens: int = 4, confidence: float = 0.7) -> None:
+        self.llm, self.max_tokens, self.confidence = llm, max_tokens, confidence
+
+    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
+               context: Context | None = None) -> Verdict:
+        ctx = context or Context()
+        action = (f"pick up the {args[0]} and place it on the {args[1]}"
+                  if _pick_place_args(skill, args) else f"{skill}({', '.join(args)})")
+        prompt = self.PROMPT.format(action=action, before=_describe(ctx.before or {}), after=_describe(scene))
+        try:
+            answer = self.llm.generate(prompt, stop=["\n"], max_tokens=self.max_tokens).text
+        except Exception as e:  # a backend error must not crash the service: the verdict says why
+            return Verdict(False, 0.0, f"LLM judge failed: {e}", self.name)
+        m = re.match(r"\s*(yes|no)\b", answer, re.IGNORECASE)
+        if m is None:
+            return Verdict(False, 0.0, f"LLM judge gave no yes/no answer: {answer.strip()[:40]!r}", self.name)
+        return Verdict(m.group(1).lower() == "yes", self.confidence, f"LLM judge answered {m.group(1).lower()}",
+                       self.name)
+
+
+STRATEGIES = ("sim_geometric", "tabletop", "clip", "llm_judge")
+
+
+def make_detector(strategy: str, params: Mapping[str, float], scorer: ImageTextScorer | None = None,
+                  llm: TextGenerator | None = None) -> SuccessDetector:
+    """Build a detector by name; raises ValueError on an unknown strategy or a missing collaborator."""
     if strategy == "sim_geometric":
         return SimGeometricDetector(float(params.get("xy_tolerance_m", 0.04)))
-    raise ValueError(f"unknown success detector strategy {strategy!r}; known: ['sim_geometric']")
+    if strategy == "tabletop":
+        return TabletopPlaceDetector(float(params.get("stack_tolerance_m", 0.03)),
+                                     float(params.get("sort_tolerance_m", 0.10)))
+    if strategy == "clip":
+        if scorer is None:
+            raise ValueError("strategy 'clip' needs an image-text scorer (a CLIP model path)")
+        return ClipBeforeAfterDetector(scorer, float(params.get("clip_threshold", 0.5)))
+    if strategy == "llm_judge":
+        if llm is None:
+            raise ValueError("strategy 'llm_judge' needs an LLM backend")
+        return LlmJudgeDetector(llm)
+    raise ValueError(f"unknown success detector strategy {strategy!r}; known: {list(STRATEGIES)}")
+

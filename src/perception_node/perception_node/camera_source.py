@@ -1,0 +1,254 @@
+"""The perception node's "camera" source: ROS messages in, core pipeline, ROS messages out.
+
+Subscribes colour (`color_topic`), aligned depth (`depth_topic`, 16UC1 mm or 32FC1 m) and
+CameraInfo (`info_topic`), pairs colour and depth by stamp (message_filters has no wheel), gets
+base<-camera from /tf + /tf_static when tf2_msgs is importable, else from `static_camera_pose`,
+and at most `process_rate` times a second runs the pipeline on the newest pair.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point, Vector3
+from rclpy.callback_groups import CallbackGroup, MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
+
+from monologue_common.qos import LATCHED
+from monologue_interfaces.msg import SceneDescription
+from monologue_interfaces.msg import SceneObject as SceneObjectMsg
+
+from .core.detectors import DETECTORS, DetectorConfig, GroundTruthObject, make_detector
+from .core.geometry import Intrinsics, transform_from_quaternion
+from .core.memory import ObjectMemory
+from .core.pipeline import STAGES, Frame, PerceptionPipeline, PipelineConfig, decode_color, decode_depth
+from .core.scene import SceneObject
+from .core.tf_tree import TransformTree
+
+try:  # tf2_msgs is not on PyPI; the simulator vendors it, a full ROS install has it.
+    from tf2_msgs.msg import TFMessage
+except ImportError:  # pragma: no cover - depends on the installation
+    TFMessage = None
+
+
+def _stamp(msg: Any) -> float:
+    return float(msg.header.stamp.sec) + msg.header.stamp.nanosec * 1e-9
+
+
+class CameraSource:
+    def __init__(self, node: Node, publish: Callable[[SceneDescription], None], group: CallbackGroup) -> None:
+        self.node, self._publish = node, publish
+        self._log = logging.getLogger("perception.camera")
+        p = self._declare(node)
+        if p["detector"] not in DETECTORS:
+            raise ValueError(f"unknown detector {p['detector']!r}; available: {list(DETECTORS)}")
+        if p["process_rate"] <= 0 or p["sync_tolerance"] <= 0 or p["tf_timeout"] <= 0:
+            raise ValueError("process_rate (Hz), sync_tolerance (s) and tf_timeout (s) must be > 0")
+        pose = list(p["static_camera_pose"])
+        if pose and len(pose) != 7:
+            raise ValueError("static_camera_pose must be [x, y, z, qx, qy, qz, qw] (m, unit quaternion) or empty")
+        self._static = transform_from_quaternion(pose[:3], pose[3:]) if pose else None
+        if TFMessage is None and self._static is None:
+            raise ValueError("tf2_msgs is not importable and static_camera_pose is empty: no camera pose")
+        self.p = p
+        det = make_detector(DetectorConfig(
+            kind=p["detector"], model_path=p["models.model_path"], clip_model_path=p["models.clip_model_path"],
+            mdetr_repo_dir=p["models.mdetr_repo_dir"], mdetr_checkpoint=p["models.mdetr_checkpoint"],
+            mdetr_model_name=p["models.mdetr_model_name"], score_threshold=p["score_threshold"],
+            text_threshold=p["text_threshold"], allow_download=p["models.allow_download"],
+            num_threads=p["models.num_threads"]), self._log)
+        self.pipeline = PerceptionPipeline(det, PipelineConfig(
+            min_score=p["score_threshold"], use_open3d=p["use_open3d"], cloud_stride=p["cloud_stride"]),
+            logger=self._log)
+        self.memory = ObjectMemory(p["memory.miss_updates_to_occlude"])
+        self.tf = TransformTree()
+        self._lock = threading.Lock()
+        self._color: Image | None = None
+        self._depth: Image | None = None
+        self._info: CameraInfo | None = None
+        self._gt: SceneDescription | None = None
+        self._last_processed = -1.0
+        self._marker_ids: dict[str, int] = {}
+        sensor_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        node.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos, callback_group=group)
+        node.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos, callback_group=group)
+        node.create_subscription(CameraInfo, p["info_topic"], self._on_info, sensor_qos, callback_group=group)
+        node.create_subscription(SceneDescription, p["ground_truth_topic"], self._on_gt, LATCHED,
+                                 callback_group=group)
+        if TFMessage is not None:
+            node.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False), 100, callback_group=group)
+            static_qos = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                    reliability=ReliabilityPolicy.RELIABLE)
+            node.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True), static_qos,
+                                     callback_group=group)
+        self._markers = node.create_publisher(MarkerArray, "perception/markers", 10)
+        self._diag = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        node.create_timer(1.0 / p["process_rate"], self._tick, callback_group=MutuallyExclusiveCallbackGroup())
+        node.get_logger().info(
+            f"camera source: detector {det.name}, colour {p['color_topic']}, depth {p['depth_topic']}, "
+            f"pose from {'TF' if TFMessage is not None else 'static_camera_pose'}"
+            f"{' (static fallback)' if TFMessage is not None and self._static is not None else ''}")
+
+    @staticmethod
+    def _declare(node: Node) -> dict[str, Any]:
+        defaults: dict[str, Any] = {
+            "detector": "oracle", "candidates": [""], "base_frame": "base_link",
+            "color_topic": "camera/color/image_raw", "depth_topic": "camera/aligned_depth_to_color/image_raw",
+            "info_topic": "camera/color/camera_info",
+            "static_camera_pose": [0.0],   # [x, y, z, qx, qy, qz, qw] base<-camera_optical; [] or [0.0] = none
+            "process_rate": 2.0, "sync_tolerance": 0.05, "tf_timeout": 0.5,
+            "score_threshold": 0.1, "text_threshold": 0.25, "use_open3d": True, "cloud_stride": 2,
+            "marker_lifetime": 2.0, "memory.miss_updates_to_occlude": 1,
+            "models.model_path": "", "models.clip_model_path": "", "models.mdetr_repo_dir": "",
+            "models.mdetr_checkpoint": "", "models.mdetr_model_name": "mdetr_resnet101",
+            "models.allow_download": False, "models.num_threads": 0,
+        }
+        out: dict[str, Any] = {}
+        for name, default in defaults.items():
+            if not node.has_parameter(name):
+                node.declare_parameter(name, default)
+            out[name] = node.get_parameter(name).value
+        out["ground_truth_topic"] = node.get_parameter("ground_truth_topic").value
+        out["candidates"] = [c for c in out["candidates"] if c.strip()]
+        pose = list(out["static_camera_pose"])
+        out["static_camera_pose"] = [] if pose in ([], [0.0]) else [float(v) for v in pose]
+        return out
+
+    # ------------------------------------------------------------------------------ inputs --
+    def _on_color(self, msg: Image) -> None:
+        with self._lock:
+            self._color = msg
+
+    def _on_depth(self, msg: Image) -> None:
+        with self._lock:
+            self._depth = msg
+
+    def _on_info(self, msg: CameraInfo) -> None:
+        with self._lock:
+            self._info = msg
+
+    def _on_gt(self, msg: SceneDescription) -> None:
+        with self._lock:
+            self._gt = msg
+
+    def _on_tf(self, msg: Any, static: bool) -> None:
+        with self._lock:
+            for t in msg.transforms:
+                tr, q = t.transform.translation, t.transform.rotation
+                self.tf.set(t.header.frame_id, t.child_frame_id,
+                            transform_from_quaternion((tr.x, tr.y, tr.z), (q.x, q.y, q.z, q.w)), _stamp(t), static)
+
+    def _camera_pose(self, frame_id: str, stamp: float) -> np.ndarray | None:
+        found = self.tf.lookup(self.p["base_frame"], frame_id) if TFMessage is not None else None
+        if found is not None:
+            t, oldest = found
+            if math.isinf(oldest) or abs(stamp - oldest) <= self.p["tf_timeout"]:
+                return t
+        return self._static
+
+    # -------------------------------------------------------------------------- processing --
+    def _tick(self) -> None:
+        with self._lock:
+            color, depth, info, gt = self._color, self._depth, self._info, self._gt
+        if color is None or depth is None or info is None:
+            return
+        t_c, t_d = _stamp(color), _stamp(depth)
+        if abs(t_c - t_d) > self.p["sync_tolerance"] or max(t_c, t_d) <= self._last_processed:
+            return
+        self._last_processed = max(t_c, t_d)
+        try:
+            self._process(color, depth, info, gt)
+        except ValueError as e:  # bad input: say why, keep running, keep the last description
+            self.node.get_logger().error(f"frame at {t_c:.3f} s dropped: {e}", throttle_duration_sec=5.0)
+
+    def _process(self, color: Image, depth: Image, info: CameraInfo, gt: SceneDescription | None) -> None:
+        t0 = time.perf_counter()
+        rgb = decode_color(bytes(color.data), color.width, color.height, color.encoding, color.step)
+        d = decode_depth(bytes(depth.data), depth.width, depth.height, depth.encoding, depth.step,
+                         bool(depth.is_bigendian))
+        k = Intrinsics.from_k(list(info.k), info.width, info.height)
+        decode_s = time.perf_counter() - t0
+        frame_id = color.header.frame_id or info.header.frame_id
+        with self._lock:
+            pose = self._camera_pose(frame_id, _stamp(color))
+        if pose is None:
+            raise ValueError(f"no transform {self.p['base_frame']} <- {frame_id} (TF or static_camera_pose)")
+        truth = [GroundTruthObject(o.name, o.category, (o.pose.pose.position.x, o.pose.pose.position.y,
+                                                        o.pose.pose.position.z), (o.size.x, o.size.y, o.size.z))
+                 for o in (gt.objects if gt is not None else []) if o.category != "location"]
+        candidates = self.p["candidates"] or [o.name for o in truth]
+        if not candidates:
+            raise ValueError("no candidate object names (parameter candidates, or a ground-truth topic)")
+        result = self.pipeline.process(Frame(rgb, d, k, pose, _stamp(color)), candidates, truth, decode_s)
+        objects = self.memory.update(list(result.objects), _stamp(color))
+        t1 = time.perf_counter()
+        out = self._scene_msg(color, objects, gt)
+        self._publish(out)
+        self._markers.publish(self._marker_msg(out))
+        latencies = dict(result.latencies_s, publish=time.perf_counter() - t1)
+        self._diagnostics(color, latencies, result.dropped, len(result.detections))
+
+    def _scene_msg(self, color: Image, objects: list[SceneObject], gt: SceneDescription | None) -> SceneDescription:
+        out = SceneDescription()
+        out.header.stamp = color.header.stamp
+        out.header.frame_id = self.p["base_frame"]
+        out.source = self.pipeline.detector.name
+        for o in objects:
+            m = SceneObjectMsg()
+            m.name, m.category, m.visible, m.confidence = o.name, o.category, o.visible, float(o.confidence)
+            m.pose.header = out.header
+            m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z = o.position
+            m.pose.pose.orientation.w = 1.0
+            m.size = Vector3(x=float(o.size[0]), y=float(o.size[1]), z=float(o.size[2]))
+            m.segmentation_id = -1
+            out.objects.append(m)
+        if gt is not None:  # named locations ("top left corner") are not perceived: pass them through
+            out.objects.extend(o for o in gt.objects if o.category == "location")
+            out.held_objects = list(gt.held_objects)
+        return out
+
+    def _marker_msg(self, scene: SceneDescription) -> MarkerArray:
+        arr = MarkerArray()
+        life = self.p["marker_lifetime"]
+        lifetime = Duration(sec=int(life), nanosec=int((life % 1) * 1e9))
+        for o in scene.objects:
+            if o.category == "location":
+                continue
+            mid = self._marker_ids.setdefault(o.name, len(self._marker_ids))
+            colour = ColorRGBA(r=0.1, g=0.8, b=0.2, a=0.5) if o.visible else ColorRGBA(r=0.6, g=0.6, b=0.6, a=0.25)
+            box = Marker(header=scene.header, ns="objects", id=mid, type=Marker.CUBE, action=Marker.ADD,
+                         pose=o.pose.pose, color=colour, lifetime=lifetime)
+            box.scale = Vector3(x=max(o.size.x, 0.005), y=max(o.size.y, 0.005), z=max(o.size.z, 0.005))
+            text = Marker(header=scene.header, ns="labels", id=mid, type=Marker.TEXT_VIEW_FACING,
+                          action=Marker.ADD, color=ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0), lifetime=lifetime,
+                          text=f"{o.name} {o.confidence:.2f}{'' if o.visible else ' (occluded)'}")
+            text.pose.position = Point(x=o.pose.pose.position.x, y=o.pose.pose.position.y,
+                                       z=o.pose.pose.position.z + o.size.z / 2 + 0.03)
+            text.pose.orientation.w = 1.0
+            text.scale.z = 0.025
+            arr.markers.extend([box, text])
+        return arr
+
+    def _diagnostics(self, color: Image, latencies: dict[str, float], dropped: tuple[str, ...], n: int) -> None:
+        status = DiagnosticStatus(level=DiagnosticStatus.OK, name="perception: pipeline",
+                                  hardware_id=color.header.frame_id,
+                                  message=f"{n} detections, {len(self.memory.occluded())} occluded")
+        if dropped:
+            status.level, status.message = DiagnosticStatus.WARN, "; ".join(dropped)
+        status.values = [KeyValue(key=f"{s}_ms", value=f"{latencies.get(s, 0.0) * 1000:.1f}")
+                         for s in (*STAGES, "publish")]
+        status.values.append(KeyValue(key="visible", value=", ".join(self.memory.visible())))
+        status.values.append(KeyValue(key="occluded", value=", ".join(self.memory.occluded())))
+        self._diag.publish(DiagnosticArray(header=color.header, status=[status]))
+

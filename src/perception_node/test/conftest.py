@@ -1,0 +1,124 @@
+"""Fixtures: tiny random-weight transformers models built from configs and saved to a temp dir, so
+the detectors load them through the same `from_pretrained(local dir)` path as real weights."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+WORDS = ["red", "green", "blue", "yellow", "block", "bowl", "plate", "the", "a", "photo", "of", "."]
+
+
+def _bytes_to_unicode() -> list[str]:
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for c in cs]
+
+
+def _clip_tokenizer(tf: Any, d: Path, max_length: int = 16) -> tuple[Any, int]:
+    """A byte-level BPE CLIP tokenizer with no merges (every character is a token)."""
+    chars = _bytes_to_unicode()
+    vocab: dict[str, int] = {}
+    for suffix in ("", "</w>"):
+        for c in chars:
+            vocab[c + suffix] = len(vocab)
+    vocab["<|startoftext|>"] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "vocab.json").write_text(json.dumps(vocab))
+    (d / "merges.txt").write_text("#version: 0.2\n")
+    # model_max_length as in the real tokenizers: 16 for OWL-ViT, 77 for CLIP.
+    return tf.CLIPTokenizer(str(d / "vocab.json"), str(d / "merges.txt"), model_max_length=max_length), len(vocab)
+
+
+def _clip_configs(v: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    text = dict(vocab_size=v, hidden_size=32, intermediate_size=37, num_hidden_layers=1, num_attention_heads=4,
+                max_position_embeddings=16, bos_token_id=v - 2, eos_token_id=v - 1, pad_token_id=v - 1)
+    vision = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=1, num_attention_heads=4,
+                  image_size=64, patch_size=16)
+    return text, vision
+
+
+def _zero_box_head(model: Any) -> Any:
+    """Random weights saturate the box regression (degenerate boxes); a zero output layer leaves
+    the model's prior boxes (one per image patch), which are real boxes to post-process."""
+    import torch
+
+    with torch.no_grad():
+        model.box_head.dense2.weight.zero_()
+        model.box_head.dense2.bias.zero_()
+    return model
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Directories of tiny random OWL-ViT, OWLv2, CLIP and Grounding DINO models."""
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("tiny_models")
+    out: dict[str, Path] = {}
+    size64 = {"height": 64, "width": 64}
+
+    d = root / "owlvit"
+    tok, v = _clip_tokenizer(tf, d)
+    text, vision = _clip_configs(v)
+    _zero_box_head(tf.OwlViTForObjectDetection(
+        tf.OwlViTConfig(text_config=text, vision_config=vision, projection_dim=32))).save_pretrained(d)
+    tf.OwlViTProcessor(image_processor=tf.OwlViTImageProcessorPil(size=size64, crop_size=size64),
+                       tokenizer=tok).save_pretrained(d)
+    out["owlvit"] = d
+
+    d = root / "owlv2"
+    tok, v = _clip_tokenizer(tf, d)
+    text, vision = _clip_configs(v)
+    _zero_box_head(tf.Owlv2ForObjectDetection(
+        tf.Owlv2Config(text_config=text, vision_config=vision, projection_dim=32))).save_pretrained(d)
+    tf.Owlv2Processor(image_processor=tf.Owlv2ImageProcessorPil(size=size64), tokenizer=tok).save_pretrained(d)
+    out["owlv2"] = d
+
+    d = root / "clip"
+    tok, v = _clip_tokenizer(tf, d, max_length=77)
+    text, vision = _clip_configs(v)
+    text["max_position_embeddings"] = 77
+    vision["image_size"] = 32
+    tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=vision, projection_dim=32)).save_pretrained(d)
+    tf.CLIPProcessor(image_processor=tf.CLIPImageProcessorPil(size={"shortest_edge": 32},
+                                                                crop_size={"height": 32, "width": 32}),
+                     tokenizer=tok).save_pretrained(d)
+    out["clip"] = d
+
+    d = root / "grounding_dino"
+    d.mkdir()
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    bert_tok = tf.BertTokenizer(str(d / "vocab.txt"))
+    cfg = tf.GroundingDinoConfig(
+        backbone_config=tf.SwinConfig(embed_dim=16, depths=[1, 1], num_heads=[1, 1], window_size=4,
+                                      image_size=64, out_features=["stage1", "stage2"]),
+        text_config=tf.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1,
+                                  num_attention_heads=2, intermediate_size=37, max_position_embeddings=64),
+        d_model=32, encoder_layers=1, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2,
+        encoder_ffn_dim=32, decoder_ffn_dim=32, num_queries=10, num_feature_levels=2, encoder_n_points=2,
+        decoder_n_points=2, max_text_len=32, use_timm_backbone=False, backbone=None)
+    gdino = tf.GroundingDinoForObjectDetection(cfg)
+    with torch.no_grad():
+        for head in gdino.bbox_embed:
+            head.layers[-1].weight.zero_()
+            head.layers[-1].bias.zero_()
+    gdino.save_pretrained(d)
+    tf.GroundingDinoProcessor(
+        image_processor=tf.GroundingDinoImageProcessorPil(size={"shortest_edge": 64, "longest_edge": 96}),
+        tokenizer=bert_tok).save_pretrained(d)
+    out["grounding_dino"] = d
+    return out

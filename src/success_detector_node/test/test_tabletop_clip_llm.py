@@ -1,0 +1,180 @@
+"""Real-tabletop place rule (3 cm stacking / 10 cm sorting), CLIP before/after and LLM judge."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from success_detector_node.core.detectors import (
+    ClipBeforeAfterDetector,
+    Context,
+    LlmJudgeDetector,
+    SceneEntry,
+    TabletopPlaceDetector,
+    make_detector,
+)
+
+
+def scene(*entries: SceneEntry) -> dict[str, SceneEntry]:
+    return {e.name: e for e in entries}
+
+
+D = TabletopPlaceDetector()
+BLUE = SceneEntry("blue block", "block", (0.50, 0.10, 0.02))
+PLATE = SceneEntry("red plate", "plate", (0.60, -0.10, 0.01), place_point=(0.62, -0.13, 0.01))
+
+
+@pytest.mark.parametrize(("dx", "ok"), [(0.0, True), (0.025, True), (0.035, False), (0.08, False)])
+def test_stacking_threshold_is_3cm(dx: float, ok: bool) -> None:
+    after = scene(SceneEntry("red block", "block", (0.50 + dx, 0.10, 0.06)), BLUE)
+    v = D.detect("pick_place", ["red block", "blue block"], after, Context(before=scene(BLUE)))
+    assert v.success is ok and "stacking" in v.explanation
+    assert 0.5 <= v.confidence <= 1.0
+
+
+@pytest.mark.parametrize(("dx", "ok"), [(0.0, True), (0.035, True), (0.09, True), (0.11, False)])
+def test_sorting_threshold_is_10cm_from_the_place_point(dx: float, ok: bool) -> None:
+    # Distances are measured from the plate's place point, not its centre.
+    after = scene(SceneEntry("red block", "block", (0.62 + dx, -0.13, 0.03)), PLATE)
+    v = D.detect("pick_place", ["red block", "red plate"], after, Context(before=scene(PLATE)))
+    assert v.success is ok and "sorting" in v.explanation
+
+
+def test_place_point_comes_from_before_the_action() -> None:
+    """After stacking, the target (covered) may be remembered elsewhere; the intended point is the
+    one at the skill's start."""
+    moved = SceneEntry("blue block", "block", (0.40, 0.10, 0.02), visible=False)
+    after = scene(SceneEntry("red block", "block", (0.50, 0.10, 0.06)), moved)
+    assert D.detect("pick_place", ["red block", "blue block"], after, Context(before=scene(BLUE))).success
+    assert not D.detect("pick_place", ["red block", "blue block"], after).success
+
+
+def test_failures_missing_held_or_undetected() -> None:
+    after = scene(BLUE)
+    assert not D.detect("pick_place", ["red block", "blue block"], after).success
+    red = SceneEntry("red block", "block", (0.50, 0.10, 0.06))
+    held = D.detect("pick_place", ["red block", "blue block"], scene(red, BLUE), Context(held=("red block",)))
+    assert not held.success and "gripper" in held.explanation
+    hidden = scene(SceneEntry("red block", "block", (0.50, 0.10, 0.06), visible=False), BLUE)
+    assert not D.detect("pick_place", ["red block", "blue block"], hidden).success
+    assert not D.detect("open", ["drawer"], after).success
+
+
+def test_thresholds_are_configurable_through_the_factory() -> None:
+    det = make_detector("tabletop", {"stack_tolerance_m": 0.05, "sort_tolerance_m": 0.2})
+    after = scene(SceneEntry("red block", "block", (0.54, 0.10, 0.06)), BLUE)
+    assert det.detect("pick_place", ["red block", "blue block"], after).success
+    with pytest.raises(ValueError):
+        TabletopPlaceDetector(stack_tolerance_m=0.0)
+    with pytest.raises(ValueError, match="scorer"):
+        make_detector("clip", {})
+    with pytest.raises(ValueError, match="LLM"):
+        make_detector("llm_judge", {})
+
+
+class RednessScorer:
+    """An ImageTextScorer whose score is the fraction of red pixels in the image's centre
+    (where the place target is in these images), times 10."""
+
+    def score(self, image: np.ndarray, texts: Sequence[str]) -> list[float]:
+        h, w = image.shape[:2]
+        c = image[h // 4: 3 * h // 4, w // 4: 3 * w // 4].astype(int)
+        red = (c[..., 0] > 150) & (c[..., 1] < 80) & (c[..., 2] < 80)
+        return [10.0 * float(red.mean()) for _ in texts]
+
+
+def test_clip_before_after_rise_against_threshold() -> None:
+    empty = np.full((48, 64, 3), 128, np.uint8)
+    placed = empty.copy()
+    placed[18:30, 26:38] = (200, 20, 20)
+    det = ClipBeforeAfterDetector(RednessScorer(), threshold=0.5)
+    bowl = scene(SceneEntry("blue bowl", "bowl", (0.5, 0.0, 0.02)))
+    v = det.detect("pick_place", ["red block", "blue bowl"], bowl, Context(image_before=empty, image_after=placed))
+    assert v.success and "in the blue bowl" in v.explanation
+    v = det.detect("pick_place", ["red block", "blue bowl"], bowl, Context(image_before=placed, image_after=placed))
+    assert not v.success
+    assert not det.detect("pick_place", ["red block", "blue bowl"], bowl).success   # no images
+
+
+def test_clip_detector_runs_on_a_real_clip_model_dir(tmp_path: object) -> None:
+    """The CLIP strategy with perception_node's ClipScorer on a tiny random CLIP saved to disk."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers as tf
+
+    from perception_node.core.detectors import ClipScorer
+
+    d = tmp_path / "clip"  # type: ignore[operator]
+    d.mkdir()
+    (d / "vocab.json").write_text('{"a</w>": 0, "b</w>": 1, "a": 2, "b": 3, "<|startoftext|>": 4, "<|endoftext|>": 5}')
+    (d / "merges.txt").write_text("#version: 0.2\n")
+    tok = tf.CLIPTokenizer(str(d / "vocab.json"), str(d / "merges.txt"), model_max_length=77)
+    torch.manual_seed(0)
+    text = dict(vocab_size=6, hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
+                max_position_embeddings=77, bos_token_id=4, eos_token_id=5, pad_token_id=5)
+    vision = dict(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
+                  image_size=32, patch_size=16)
+    tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)).save_pretrained(d)
+    tf.CLIPProcessor(image_processor=tf.CLIPImageProcessorPil(size={"shortest_edge": 32},
+                                                                crop_size={"height": 32, "width": 32}),
+                     tokenizer=tok).save_pretrained(d)
+    det = make_detector("clip", {"clip_threshold": -1e9}, scorer=ClipScorer(str(d)))
+    img = np.zeros((480, 640, 3), np.uint8)
+    v = det.detect("pick_place", ["a", "b"], {}, Context(image_before=img, image_after=img))
+    assert v.success and math.isfinite(v.confidence)   # equal images: rise 0 > -1e9
+
+
+@dataclass
+class _Gen:
+    text: str
+
+
+class ScriptedLlm:
+    """Records prompts; answers from a list (an LLM backend at the process boundary)."""
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers, self.prompts = answers, []
+
+    def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64) -> _Gen:
+        self.prompts.append(prompt)
+        a = self.answers.pop(0)
+        if a == "raise":
+            raise ConnectionError("server down")
+        return _Gen(a)
+
+
+def test_llm_judge_parses_yes_no_and_survives_errors() -> None:
+    llm = ScriptedLlm([" Yes, it is.", " no", " maybe", "raise"])
+    det = LlmJudgeDetector(llm)
+    after = scene(SceneEntry("red block", "block", (0.5, 0.1, 0.06)), BLUE)
+    ctx = Context(before=scene(SceneEntry("red block", "block", (0.3, 0.0, 0.02)), BLUE))
+    assert det.detect("pick_place", ["red block", "blue block"], after, ctx).success
+    assert "place it on the blue block" in llm.prompts[0] and "x=0.30 m" in llm.prompts[0]
+    assert not det.detect("pick_place", ["red block", "blue block"], after, ctx).success
+    v = det.detect("pick_place", ["red block", "blue block"], after, ctx)
+    assert not v.success and v.confidence == 0.0 and "maybe" in v.explanation
+    v = det.detect("pick_place", ["red block", "blue block"], after, ctx)
+    assert not v.success and "server down" in v.explanation
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_llm_judge_with_the_planner_llama_cpp_backend() -> None:
+    """The planner's real backend satisfies the TextGenerator Protocol and gives a parseable verdict
+    or a clear 'no yes/no answer' explanation."""
+    pytest.importorskip("llama_cpp")
+    from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
+    from planner_node.core.llm.model_files import embedded_model_path
+
+    backend = LlamaCppBackend(embedded_model_path(), n_ctx=1024)
+    try:
+        v = LlmJudgeDetector(backend).detect(
+            "pick_place", ["red block", "blue block"],
+            scene(SceneEntry("red block", "block", (0.5, 0.1, 0.06)), BLUE))
+    finally:
+        backend.close()
+    assert v.detector == "llm_judge"
+    assert v.explanation.startswith("LLM judge answered") or "no yes/no answer" in v.explanation
