@@ -87,8 +87,13 @@ class RosScenePort:
     def describe(self) -> list[SceneItem]:
         if not self._client.wait_for_service(timeout_sec=self._timeout):
             raise PortUnavailable(f"describe_scene unavailable after {self._timeout:.1f} s")
-        res = wait_future(self._client.call_async(DescribeScene.Request(refresh=True)), self._timeout,
-                          "describe_scene")
+        deadline = time.monotonic() + self._timeout
+        while True:  # perception may still be waiting for its first camera frame and transform
+            res = wait_future(self._client.call_async(DescribeScene.Request(refresh=True)), self._timeout,
+                              "describe_scene")
+            if res.success or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         if not res.success:
             raise PortUnavailable(f"describe_scene failed: {res.message}")
         return [SceneItem(o.name, o.category, bool(o.visible)) for o in res.scene.objects]

@@ -65,6 +65,7 @@ UR5E_PARAMETERS: dict[str, Any] = {
     "ur5e.grip_delay": 0.3,  # s
     "ur5e.release_delay": 0.3,  # s
     "ur5e.check_grasp": True,
+    "ur5e.return_home": False,  # end pick_place at home_joints (wrist camera sees the table again)
     "safety.workspace_min": [0.25, -0.40, 0.0],  # m, base frame
     "safety.workspace_max": [0.80, 0.40, 0.50],  # m
     "safety.min_height": 0.005,  # m
@@ -87,7 +88,7 @@ UR5E_PARAMETERS: dict[str, Any] = {
 
 # The pick-and-place keys of UR5E_PARAMETERS, under `arm.` for the simulator backend (arm/command).
 PICK_KEYS = ("hover_height", "orientation", "speed", "acceleration", "contact.speed", "contact.margin", "joint_speed",
-             "joint_acceleration", "home_joints", "grip_delay", "release_delay", "check_grasp")
+             "joint_acceleration", "home_joints", "grip_delay", "release_delay", "check_grasp", "return_home")
 SIM_ARM_PARAMETERS: dict[str, Any] = {
     **{f"arm.{k}": UR5E_PARAMETERS[f"ur5e.{k}"] for k in PICK_KEYS},
     "arm.orientation": [math.pi, 0.0, 0.0],  # rad, rotation vector: tool down in the simulator's base_link
@@ -194,6 +195,7 @@ def read_pick_place(node: Node, prefix: str = "ur5e") -> PickPlaceConfig:
         grip_delay_s=float(p("grip_delay")),
         release_delay_s=float(p("release_delay")),
         check_grasp=bool(p("check_grasp")),
+        return_home=bool(p("return_home")),
     )
 
 
@@ -260,8 +262,14 @@ class ArmRosBridge:
             self.arm = RosSimArm(node, ReentrantCallbackGroup(), float(p("arm.command_timeout").value),
                                  float(p("arm.motion_timeout").value))
             offset = TcpPose(0.0, 0.0, 0.10)  # the simulator's suction-cup lip (tabletop_sim TCP_OFFSET)
+        # forward_kinematics (UR DH) agrees with tabletop_sim's base_link for its HOME_Q (checked at start-up:
+        # the home TCP must lie in the workspace box)
+
+        def fk(q: Any) -> TcpPose:
+            return forward_kinematics(q, offset)
+
         self.safe_arm = SafeArm(self.arm, limits, logging.getLogger("skills.safety"),
-                                forward_kinematics=lambda q: forward_kinematics(q, offset),
+                                forward_kinematics=fk,
                                 approval=gate if mode == "motion" else None, approval_timeout_s=approval_timeout)
         self.locator = SceneLocator([str(c) for c in p("place_categories").value])
         self.backend = ArmSkillBackend(self.safe_arm, self.locator, pick, logger,

@@ -286,3 +286,17 @@ def test_descent_without_contact_fails_and_lifts_back(
     assert outcome.message == "no contact with the red block within 20 cm of descent"
     assert names(robot.motion_commands()) == ["moveL", "zeroFtSensor", "moveL", "moveL"]
     assert robot.pose[2] == pytest.approx(0.45, abs=1e-3)
+
+
+def test_return_home_ends_pick_place_with_the_home_move(safe_arm: SafeArm, locator: SceneLocator,
+                                                        pick_config: PickPlaceConfig, robot: FakeUrController) -> None:
+    """With return_home (the simulator's wrist camera), pick_place ends with a joint move home."""
+    from dataclasses import replace
+
+    backend = ArmSkillBackend(safe_arm, locator, replace(pick_config, return_home=True), LOG)
+    outcome, _ = run(backend, "pick_place", "red block", "blue plate")
+    assert outcome.ok, outcome.message
+    cmds = robot.motion_commands()
+    assert names(cmds)[-2:] == ["moveL", "moveJ"] and cmds[-1][1][0] == [round(v, 6) for v in HOME_Q]
+    with pytest.raises(ValueError, match="return_home needs home_joints"):
+        ArmSkillBackend(safe_arm, locator, replace(pick_config, return_home=True, home_joints=()), LOG)

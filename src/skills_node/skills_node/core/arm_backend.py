@@ -100,6 +100,7 @@ class PickPlaceConfig:
     grip_delay_s: float = 0.3  # s for the vacuum to build up before lifting
     release_delay_s: float = 0.3  # s for the vacuum to vent before lifting
     check_grasp: bool = True  # after lifting, fail the skill if holding() is False
+    return_home: bool = False  # end pick_place at home_joints (a wrist camera then sees the workspace again)
 
     def __post_init__(self) -> None:
         for name in ("hover_height", "speed", "acceleration", "contact_speed", "joint_speed",
@@ -149,6 +150,8 @@ class ArmSkillBackend:
         unknown = allowed - {r.name for r in SKILL_RULES}
         if unknown:
             raise ValueError(f"the allow-list names skills this backend does not have: {sorted(unknown)}")
+        if config.return_home and not config.home_joints:
+            raise ValueError("return_home needs home_joints")
         if "home" in allowed and not config.home_joints:
             raise ValueError("home is allowed but no home_joints are configured")
         if config.home_joints:
@@ -345,6 +348,8 @@ class ArmSkillBackend:
         self._pause(c.release_delay_s, cancel, "")
         feedback(SkillState.RETREATING, "lifting to hover height")
         run("lifting after the release", lambda: self._arm.move_linear(plan.place_hover, c.speed, c.acceleration))
+        if c.return_home:
+            run("moving home", lambda: self._arm.move_joints(c.home_joints, c.joint_speed, c.joint_acceleration))
         return f"placed the {obj} on the {target}"
 
     def _home(self, feedback: FeedbackFn, cancel: threading.Event) -> str:
