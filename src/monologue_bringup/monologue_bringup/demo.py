@@ -2,7 +2,8 @@
 random scene, print the monologue live, and exit 0 if the world ends up as asked.
 
     monologue-demo [seed:=N] [blocks:=2|3|4] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
-                   [record:=<bag dir>] [robot:=sim|sim_kinematic] [--param node:name=value ...]
+                   [record:=<bag dir>] [robot:=sim|sim_kinematic] [perception:=oracle|camera]
+                   [--param node:name=value ...]
 
 The scene (its seed, and 2 or 3 blocks unless `blocks` is given) is random and printed, so a run can
 be repeated with `seed:=N blocks:=M`. record:=<dir> records the run into a rosbag2 MCAP directory with
@@ -26,6 +27,12 @@ from .graph import parse_launch_args, scene_node
 from .up import Supervisor, parse_node_params
 
 DEFAULT_INSTRUCTION = "Put the blocks in their matching bowls."
+# perception:=camera: objects located from the simulator's RGB-D images (boxes from the oracle detector,
+# 3D from depth, TF and open3d); success judged from those positions with IM's real-tabletop x-y rule.
+CAMERA_PERCEPTION: dict[str, dict[str, str]] = {
+    "perception": {"source": "camera", "detector": "oracle", "refresh_timeout": "8.0"},
+    "success_detector": {"strategy": "tabletop"},
+}
 
 
 def run_episode(
@@ -108,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     values, rest = parse_launch_args(argv, {
         "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
-        "timeout": "600", "log_level": "warn", "blocks": "0", "record": "",
+        "timeout": "600", "log_level": "warn", "blocks": "0", "record": "", "perception": "oracle",
     })
     extra = [rest[i + 1] for i, a in enumerate(rest[:-1]) if a == "--param"]
     unexpected = [a for i, a in enumerate(rest) if a != "--param" and (i == 0 or rest[i - 1] != "--param")]
@@ -148,6 +155,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if record is None:  # a recorded run keeps its transcript files next to the bag
         node_params["planner"] = {"transcript_dir": str(transcripts)}
+    if values["perception"] not in ("oracle", "camera"):
+        print("perception must be oracle or camera", file=sys.stderr)
+        return 2
+    if values["perception"] == "camera":  # scene and success from the camera images (oracle boxes, depth, open3d)
+        for node, params in CAMERA_PERCEPTION.items():
+            node_params.setdefault(node, {}).update(params)
     for node, params in overrides.items():  # --param node:name=value wins
         node_params.setdefault(node, {}).update(params)
     sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
