@@ -33,7 +33,8 @@ setup(
     entry_points={
         'console_scripts': [
             'monologue-up = monologue_bringup.up:main',
-            'monologue-demo = monologue_bringup.demo:main'
+            'monologue-demo = monologue_bringup.demo:main',
+            'monologue-bench = monologue_bringup.bench:main',
         ],
     },
 )
