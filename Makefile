@@ -8,11 +8,11 @@ SHELL := /bin/bash
 ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 ARGS ?=
 
-.PHONY: help setup deps build demo test lint fix lock clean distclean
+.PHONY: help setup deps build demo bench test lint fix lock clean distclean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(ROOT)/Makefile | awk -F':.*## ' '{ printf "  make %-10s %s\n", $$1, $$2 }'
-	@echo "  (make demo ARGS='...' passes arguments to monologue-demo)"
+	@echo "  (make demo ARGS='...' passes arguments to monologue-demo, make bench ARGS='...' to monologue-bench)"
 
 setup: ## venv + pinned requirements + colcon build (idempotent)
 	bash $(ROOT)/scripts/setup.sh
@@ -25,6 +25,9 @@ build: ## colcon build (incremental; sets up the venv first if needed)
 
 demo: setup ## run monologue-demo (ARGS=... passed through)
 	cd $(ROOT) && . scripts/env.sh && monologue-demo $(ARGS)
+
+bench: setup ## IM Table 1 benchmark through the graph (ARGS=... passed to monologue-bench; docs/benchmark.md)
+	cd $(ROOT) && . scripts/env.sh && monologue-bench $(ARGS)
 
 test: setup ## lint, type-check and run all tests
 	bash $(ROOT)/scripts/run_tests.sh $(ARGS)

@@ -37,6 +37,7 @@ setup(
             'monologue-human = monologue_bringup.human:main',
             'monologue-replay = monologue_bringup.replay:main',
             'monologue-bag-info = monologue_bringup.bag_info:main',
+            'monologue-bench = monologue_bringup.bench:main',
         ],
     },
 )

@@ -11,13 +11,14 @@ the LLM cassette next to it; `monologue-replay <dir>` replays it, `monologue-bag
 """
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ CAMERA_PERCEPTION: dict[str, dict[str, str]] = {
     "perception": {"source": "camera", "detector": "oracle", "refresh_timeout": "8.0"},
     "success_detector": {"strategy": "tabletop"},
 }
+_CLIENT_IDS = itertools.count()  # one node name per run_episode call (rosout wants unique names)
 
 
 def run_episode(
@@ -41,9 +43,14 @@ def run_episode(
     print_event: Any = print,
     ready_timeout_s: float = 180.0,
     goal: Any = None,
+    goal_options: Mapping[str, Any] | None = None,
 ) -> tuple[Any, list[Any]]:
     """Send one ExecuteInstruction goal (`goal`, or one with just `instruction`) to a running graph;
-    return (result, final ground truth)."""
+    return (result, final ground truth).
+
+    `goal_options` sets further goal fields (strategy, prompt_profile, *_feedback, max_steps, ...).
+    The final ground truth is the first `sim/ground_truth` message after the result, or the last one
+    before it when none comes within 5 s (a simulator that publishes only on change)."""
     import rclpy
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
@@ -55,7 +62,7 @@ def run_episode(
     own_context = not rclpy.ok()
     if own_context:
         rclpy.init(args=[])  # not sys.argv: its key:=value arguments are not ROS remappings
-    node = rclpy.create_node(f"monologue_demo_{os.getpid()}")
+    node = rclpy.create_node(f"monologue_demo_{os.getpid()}_{next(_CLIENT_IDS)}")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     truth: list[Any] = []
@@ -73,6 +80,10 @@ def run_episode(
         if not client.wait_for_server(timeout_sec=ready_timeout_s):
             raise TimeoutError(f"planner's execute_instruction not available after {ready_timeout_s:.0f} s")
         goal = goal if goal is not None else ExecuteInstruction.Goal(instruction=instruction)
+        for name, value in (goal_options or {}).items():
+            if not hasattr(goal, name):
+                raise ValueError(f"ExecuteInstruction goals have no field {name!r}")
+            setattr(goal, name, value)
         send = client.send_goal_async(goal, feedback_callback=on_feedback)
         executor.spin_until_future_complete(send, timeout_sec=30.0)
         handle = send.result()
@@ -87,9 +98,9 @@ def run_episode(
                 raise TimeoutError(f"episode did not finish within {timeout_s:.0f} s; cancelled")
             executor.spin_once(timeout_sec=0.1)
         result = result_future.result().result
-        truth.clear()
+        before = len(truth)
         end = time.monotonic() + 5.0  # s; feedback may still be in flight after the result
-        while (not truth or len(received) < len(result.transcript)) and time.monotonic() < end:
+        while (len(truth) == before or len(received) < len(result.transcript)) and time.monotonic() < end:
             executor.spin_once(timeout_sec=0.1)
         return result, truth[-1].objects if truth else []
     finally:

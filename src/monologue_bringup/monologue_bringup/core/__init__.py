@@ -1,0 +1,1 @@
+"""ROS-free logic of the bring-up commands (benchmark plan, statistics, reports)."""
