@@ -74,6 +74,8 @@ def test_bench_runs_two_tasks_and_writes_table_json_chart_then_resumes(ros_domai
     assert "| IM: Object + Success | 2 |" in table  # the wall-time table
     assert (out / "chart.png").read_bytes()[:4] == b"\x89PNG"
     assert "success so far" in run.stdout and "ETA" in run.stdout
+    # the MuJoCo simulator's own speed, measured after the run
+    assert "physics:" in run.stdout and "steps/s" in (out / "simulator.md").read_text()
 
     # rerun: everything is done, so no graph starts and the report is rebuilt from episodes.jsonl
     (out / "table.md").unlink()

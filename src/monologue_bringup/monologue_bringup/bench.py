@@ -63,7 +63,7 @@ class BenchmarkAborted(RuntimeError):
     """An error that retrying cannot fix (the planner refused the goal, no usable scene)."""
 
 
-def scene_overrides(scene: TaskScene, place_noise_m: float, robot: str = "sim_kinematic") -> dict[str, dict[str, str]]:
+def scene_overrides(scene: TaskScene, place_noise_m: float, robot: str = "sim") -> dict[str, dict[str, str]]:
     """Node parameter overrides that set up `scene` ({node: {parameter: value}}).
 
     The ONE place that knows which node holds the simulated world: every node named here is
@@ -77,7 +77,7 @@ def scene_overrides(scene: TaskScene, place_noise_m: float, robot: str = "sim_ki
     }}
 
 
-def static_overrides(settings: Settings, out: Path, robot: str = "sim_kinematic") -> dict[str, dict[str, str]]:
+def static_overrides(settings: Settings, out: Path, robot: str = "sim") -> dict[str, dict[str, str]]:
     """Parameters for the whole run: transcripts under <out>, every LLM call recorded (for timings and
     tokens), and, without affordances, achieved pick-and-places still offered (IM's sim has no
     affordance model)."""
@@ -256,7 +256,7 @@ class SceneProbe:
 class GraphRunner:
     """Runs benchmark episodes on the real graph (EpisodeRunner)."""
 
-    def __init__(self, settings: Settings, out: Path, timeout_s: float, robot: str = "sim_kinematic") -> None:
+    def __init__(self, settings: Settings, out: Path, timeout_s: float, robot: str = "sim") -> None:
         self.settings = settings
         self.out = out
         self.timeout_s = timeout_s
@@ -404,8 +404,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="monologue-bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llm", choices=("embedded", "openai"), default="embedded")
-    ap.add_argument("--robot", choices=("sim_kinematic", "sim"), default="sim_kinematic",
-                    help="sim_kinematic (default: fast, the planner is what is measured) or sim (MuJoCo)")
+    ap.add_argument("--robot", choices=("sim", "sim_kinematic"), default="sim",
+                    help="sim (default: the MuJoCo simulator) or sim_kinematic (the in-process kinematic tabletop)")
     ap.add_argument("--seed", type=int, default=0, help="base seed of the scenes (default 0)")
     ap.add_argument("--episodes", type=int, default=DEFAULT_EPISODES,
                     help=f"episodes per task and variant (default {DEFAULT_EPISODES})")
@@ -505,8 +505,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text.split("### Episode wall time (means per episode)\n\n", 1)[1])
     if runner is not None:
         print(f"graph start-up: {runner.start_s:.1f} s; this session: {time.monotonic() - t0:.0f} s")
+        if ns.robot == "sim":  # machine-dependent, so next to the table rather than in it
+            figures = simulator_figures()
+            (out / "simulator.md").write_text(figures, encoding="utf-8")
+            print(figures)
     print(f"== wrote {out / 'table.md'}, {out / 'results.json'}, {out / 'chart.png'}")
     return rc
+
+
+def simulator_figures(steps: int = 2000, frames: int = 5) -> str:
+    """The MuJoCo simulator's speed on this machine, measured in-process (Markdown): physics steps/s
+    with the arm at rest, and render time per 640x480 colour + depth frame of the wrist camera."""
+    import os
+
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from tabletop_sim.core.camera import CameraRenderer
+    from tabletop_sim.core.scene import SceneSpec, layout_scene
+    from tabletop_sim.core.world import SimWorld, WorldConfig
+
+    world = SimWorld(layout_scene(SceneSpec(("red", "blue"), ("pink",)), 3), WorldConfig(seed=3), LOG)
+    world.step(100)
+    t0 = time.perf_counter()
+    world.step(steps)
+    rate = steps / (time.perf_counter() - t0)
+    lines = ["### Simulator (MuJoCo, measured after the run)", "",
+             f"- physics: {rate:,.0f} steps/s with the arm at rest (timestep {world.config.timestep * 1000:.1f} ms, "
+             f"{rate * world.config.timestep:.0f}x real time)"]
+    try:
+        renderer = CameraRenderer(world, "wrist", 640, 480)
+    except Exception as e:  # no OpenGL context: the node runs without camera topics too
+        return "\n".join([*lines, f"- render: unavailable ({e})", ""])
+    try:
+        renderer.render()  # warm-up
+        t0 = time.perf_counter()
+        for _ in range(frames):
+            world.step(1)
+            renderer.render()
+        ms = (time.perf_counter() - t0) / frames * 1000
+    finally:
+        renderer.close()
+    return "\n".join([*lines, f"- render: {ms:.0f} ms per 640x480 colour + depth frame (wrist camera)", ""])
 
 
 class _NoRunner:

@@ -127,14 +127,15 @@ def test_episode_seeds_are_stable_shared_by_variants_and_distinct() -> None:
 
 
 def test_scene_overrides_set_the_skills_node_world() -> None:
-    o = scene_overrides(TaskScene(("red", "blue"), (), 42), 0.02)
+    o = scene_overrides(TaskScene(("red", "blue"), (), 42), 0.02, "sim_kinematic")
     assert o == {"skills": {"sim.block_colors": "['red', 'blue']", "sim.bowl_colors": "['']",
                             "sim.seed": "42", "sim.place_noise_std": "0.02"}}
     assert _string_list(["gray"]) == "['gray']"
-    st = static_overrides(SETTINGS, Path("/tmp/o"))
+    st = static_overrides(SETTINGS, Path("/tmp/o"), "sim_kinematic")
     assert st["planner"]["llm.cassette_mode"] == "record" and st["planner"]["transcript_dir"] == "/tmp/o/transcripts"
     assert st["skills"] == {"sim.completed_affordance": "1.0"}
-    assert "skills" not in static_overrides(Settings("embedded", 0, "scoring", True, 0.0, 15), Path("/tmp/o"))
+    assert "skills" not in static_overrides(Settings("embedded", 0, "scoring", True, 0.0, 15), Path("/tmp/o"),
+                                            "sim_kinematic")
 
 
 def test_settings_validation() -> None:
