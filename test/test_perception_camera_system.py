@@ -142,6 +142,28 @@ def test_camera_mode_grounds_objects_and_tracks_occlusion(perception: subprocess
         vis = {o.name: o.visible for o in s2.objects if o.category == "block"}
         assert vis == {"red block": False, "green block": True, "blue block": True}
 
+        # refresh: only a description from an image newer than the request counts (no new image: a
+        # clear failure after refresh_timeout; a new one: its scene)
+        def refresh(publish_after_s: float | None) -> DescribeScene.Response:
+            fut = client.call_async(DescribeScene.Request(refresh=True))
+            t_call, sent = time.monotonic(), publish_after_s is None
+            while not fut.done() and time.monotonic() < t_call + 15:
+                ex.spin_once(timeout_sec=0.05)
+                if not sent and time.monotonic() > t_call + publish_after_s:  # type: ignore[operator]
+                    publish(frame_now[0])
+                    sent = True
+            return fut.result()  # type: ignore[return-value]
+
+        settle = time.monotonic() + 1.5  # let the frames published above arrive and be processed
+        while time.monotonic() < settle:
+            ex.spin_once(timeout_sec=0.1)
+        stale = refresh(None)
+        assert not stale.success and "no camera frame newer than the request within 2.0 s" in stale.message
+        fresh = refresh(0.5)
+        assert fresh.success, fresh.message
+        stamp = fresh.scene.header.stamp.sec + fresh.scene.header.stamp.nanosec * 1e-9
+        assert stamp > s2.header.stamp.sec + s2.header.stamp.nanosec * 1e-9
+
         for _ in range(20):
             ex.spin_once(timeout_sec=0.1)
         assert markers, "no markers published"

@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.serialization import serialize_message
 
 from monologue_common.qos import latched
 from monologue_common.runtime import run_node, to_time
@@ -30,10 +32,11 @@ from monologue_interfaces.srv import GetAffordances
 
 from .core.bagio import Bag, BagMessage, QosSpec
 from .core.episode import read_recording
+from .core.msgdefs import DefinitionError, MessageDefinitions
 from .core.recording import TopicSelection
 from .core.replay import RecordedSkills
 from .core.timeline import NS, Playback, PlaybackOptions
-from .rostypes import message_class, qos_profile
+from .rostypes import message_class, qos_profile, share_dir, to_message
 
 
 class PlayerNode(Node):
@@ -67,7 +70,7 @@ class PlayerNode(Node):
             topics = selection.wanted(bag.topics)
             if not topics:
                 self.get_logger().warning(f"none of {selection.patterns} is in {path}; publishing nothing")
-            messages = list(bag.messages(topics))
+            messages = self._migrated(bag, topics, list(bag.messages(topics)))
             start_ns = bag.start_ns
             recording = read_recording(bag, log) if self._episode else None
             qos = {t: bag.topics[t].qos for t in topics}
@@ -99,6 +102,35 @@ class PlayerNode(Node):
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         self.get_logger().info(f"playing {len(messages)} messages on {topics} from {path} at rate {opts.rate}")
+
+    def _migrated(self, bag: Bag, topics: list[str], messages: list[BagMessage]) -> list[BagMessage]:
+        """Messages of topics recorded with an older definition of their type (another type hash than
+        the installed one), re-encoded field by field into the installed type: an old bag keeps
+        replaying after an interface gains fields (they take their defaults)."""
+        defs = MessageDefinitions(share_dir)
+        stale: dict[str, Any] = {}
+        for t in topics:
+            info = bag.topics[t]
+            try:
+                current = defs.get(info.type_name).rihs01
+            except DefinitionError as e:
+                raise ValueError(f"bag_player: {t} has type {info.type_name}, which is not installed: {e}") from e
+            if info.rihs01 and info.rihs01 != current:
+                stale[t] = message_class(info.type_name)
+                self.get_logger().warning(
+                    f"{t}: recorded with another definition of {info.type_name} ({info.rihs01[:15]}..., installed "
+                    f"{current[:15]}...); converting its {info.count} messages field by field")
+        if not stale:
+            return messages
+        out = []
+        for m in messages:
+            if m.topic in stale:
+                try:
+                    m = replace(m, data=serialize_message(to_message(bag.decode(m), stale[m.topic])))
+                except Exception as e:  # rosbags, the converter and rclpy's serializer raise several types
+                    raise ValueError(f"bag_player: cannot convert a recorded {m.type_name} on {m.topic}: {e}") from e
+            out.append(m)
+        return out
 
     def _publish(self, m: BagMessage) -> None:
         self._pubs[m.topic].publish(m.data)

@@ -1,10 +1,12 @@
 """rclpy side of bags: message classes by type name, share directories, QoS conversion."""
 from __future__ import annotations
 
+import array
 import importlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from .core.bagio import QosSpec
@@ -69,3 +71,43 @@ def offered_qos(profiles: list[QoSProfile], depth: int) -> QosSpec:
         transient_local=all(p.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in profiles),
         depth=depth,
     )
+
+
+def to_message(src: Any, cls: Any) -> Any:
+    """Copy a decoded message (a rosbags dataclass, possibly of an older definition) into the current
+    generated class `cls`, field by field: fields the old definition lacks keep their defaults,
+    fields the current one dropped are ignored. Raises DefinitionError if a field cannot be copied."""
+    out = cls()
+    for name, kind in cls.get_fields_and_field_types().items():
+        if not hasattr(src, name):
+            continue
+        value = getattr(src, name)
+        current = getattr(out, name)
+        try:
+            if "/" in kind and kind.startswith("sequence<"):
+                item = message_class(_full_type(kind[len("sequence<"):].split(",")[0].rstrip(">")))
+                setattr(out, name, [to_message(v, item) for v in value])
+            elif "/" in kind and "[" in kind:  # fixed-size array of messages
+                setattr(out, name, [to_message(v, type(c)) for v, c in zip(value, current, strict=True)])
+            elif "/" in kind:
+                setattr(out, name, to_message(value, type(current)))
+            elif isinstance(value, np.ndarray):
+                if isinstance(current, array.array):
+                    setattr(out, name, array.array(current.typecode, value.astype(current.typecode).tobytes()))
+                elif isinstance(current, np.ndarray):
+                    setattr(out, name, value.astype(current.dtype))
+                elif kind in ("sequence<uint8>", "sequence<octet>") or kind.startswith("uint8["):
+                    setattr(out, name, value.tobytes())
+                else:
+                    setattr(out, name, value.tolist())
+            else:
+                setattr(out, name, value)
+        except (TypeError, ValueError, AssertionError, DefinitionError) as e:
+            raise DefinitionError(f"{cls.__name__}.{name} ({kind}): cannot copy the recorded value: {e}") from e
+    return out
+
+
+def _full_type(name: str) -> str:
+    """"pkg/Name" (as get_fields_and_field_types spells nested messages) -> "pkg/msg/Name"."""
+    pkg, _, rest = name.partition("/")
+    return name if "/" in rest else f"{pkg}/msg/{rest}"

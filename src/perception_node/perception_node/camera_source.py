@@ -2,8 +2,10 @@
 
 Subscribes colour (`color_topic`), aligned depth (`depth_topic`, 16UC1 mm or 32FC1 m) and
 CameraInfo (`info_topic`), pairs colour and depth by stamp (message_filters has no wheel), gets
-base<-camera from /tf + /tf_static when tf2_msgs is importable, else from `static_camera_pose`,
-and at most `process_rate` times a second runs the pipeline on the newest pair.
+base<-camera at the image's stamp from a /tf + /tf_static history (interpolated, as tf2 does) when
+tf2_msgs is importable, else from `static_camera_pose`, and at most `process_rate` times a second
+runs the pipeline on the newest pair. A pair newer than the newest transform waits for /tf up to
+`tf_timeout` (s, wall clock) before it is dropped.
 """
 from __future__ import annotations
 
@@ -30,11 +32,11 @@ from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.msg import SceneObject as SceneObjectMsg
 
 from .core.detectors import DETECTORS, DetectorConfig, GroundTruthObject, make_detector
-from .core.geometry import Intrinsics, transform_from_quaternion
+from .core.geometry import Intrinsics, in_view, transform_from_quaternion
 from .core.memory import ObjectMemory
 from .core.pipeline import STAGES, Frame, PerceptionPipeline, PipelineConfig, decode_color, decode_depth
 from .core.scene import SceneObject
-from .core.tf_tree import TransformTree
+from .core.tf_tree import ExtrapolationError, TransformError, TransformTree
 
 try:  # tf2_msgs is not on PyPI; the simulator vendors it, a full ROS install has it.
     from tf2_msgs.msg import TFMessage
@@ -53,8 +55,10 @@ class CameraSource:
         p = self._declare(node)
         if p["detector"] not in DETECTORS:
             raise ValueError(f"unknown detector {p['detector']!r}; available: {list(DETECTORS)}")
-        if p["process_rate"] <= 0 or p["sync_tolerance"] <= 0 or p["tf_timeout"] <= 0:
-            raise ValueError("process_rate (Hz), sync_tolerance (s) and tf_timeout (s) must be > 0")
+        if p["process_rate"] <= 0 or p["sync_tolerance"] <= 0 or p["tf_timeout"] <= 0 or p["tf_cache"] <= 0:
+            raise ValueError("process_rate (Hz), sync_tolerance (s), tf_timeout (s) and tf_cache (s) must be > 0")
+        if p["tf_tolerance"] < 0:
+            raise ValueError("tf_tolerance must be >= 0 s")
         pose = list(p["static_camera_pose"])
         if pose and len(pose) != 7:
             raise ValueError("static_camera_pose must be [x, y, z, qx, qy, qz, qw] (m, unit quaternion) or empty")
@@ -72,13 +76,16 @@ class CameraSource:
             min_score=p["score_threshold"], use_open3d=p["use_open3d"], cloud_stride=p["cloud_stride"]),
             logger=self._log)
         self.memory = ObjectMemory(p["memory.miss_updates_to_occlude"])
-        self.tf = TransformTree()
+        self.tf = TransformTree(cache_s=p["tf_cache"], tolerance_s=p["tf_tolerance"])
         self._lock = threading.Lock()
         self._color: Image | None = None
         self._depth: Image | None = None
         self._info: CameraInfo | None = None
         self._gt: SceneDescription | None = None
-        self._last_processed = -1.0
+        self._last_processed = -1.0   # stamp (s) of the newest pair processed or dropped
+        self._last_run = -math.inf    # monotonic time (s) of the last pipeline run
+        self._pair_rx = 0.0           # monotonic time (s) the newest colour image arrived
+        self._newest_stamp = -math.inf  # s, newest colour image stamp
         self._marker_ids: dict[str, int] = {}
         sensor_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
         node.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos, callback_group=group)
@@ -87,14 +94,19 @@ class CameraSource:
         node.create_subscription(SceneDescription, p["ground_truth_topic"], self._on_gt, LATCHED,
                                  callback_group=group)
         if TFMessage is not None:
-            node.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False), 100, callback_group=group)
+            # Best effort: a reliable reader holds every later sample back until a lost one is
+            # repaired (Fast DDS heartbeats come every 3 s); the history interpolates over a gap.
+            tf_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+            node.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False), tf_qos, callback_group=group)
             static_qos = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                     reliability=ReliabilityPolicy.RELIABLE)
             node.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True), static_qos,
                                      callback_group=group)
         self._markers = node.create_publisher(MarkerArray, "perception/markers", 10)
         self._diag = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        node.create_timer(1.0 / p["process_rate"], self._tick, callback_group=MutuallyExclusiveCallbackGroup())
+        # Polls faster than process_rate so that a pair waiting for /tf is taken as soon as it can be.
+        node.create_timer(min(1.0 / p["process_rate"], 0.05), self._tick,
+                          callback_group=MutuallyExclusiveCallbackGroup())
         node.get_logger().info(
             f"camera source: detector {det.name}, colour {p['color_topic']}, depth {p['depth_topic']}, "
             f"pose from {'TF' if TFMessage is not None else 'static_camera_pose'}"
@@ -107,9 +119,14 @@ class CameraSource:
             "color_topic": "camera/color/image_raw", "depth_topic": "camera/aligned_depth_to_color/image_raw",
             "info_topic": "camera/color/camera_info",
             "static_camera_pose": [0.0],   # [x, y, z, qx, qy, qz, qw] base<-camera_optical; [] or [0.0] = none
-            "process_rate": 2.0, "sync_tolerance": 0.05, "tf_timeout": 0.5,
+            "process_rate": 2.0, "sync_tolerance": 0.05,  # Hz, s
+            "tf_timeout": 1.0,     # s (wall clock) a pair may wait for /tf to reach its stamp
+            "tf_tolerance": 0.0,   # s a stamp may lie past the newest (or before the oldest) transform
+            "tf_cache": 10.0,      # s of /tf history kept
             "score_threshold": 0.1, "text_threshold": 0.25, "use_open3d": True, "cloud_stride": 2,
             "marker_lifetime": 2.0, "memory.miss_updates_to_occlude": 1,
+            "memory.view_margin": 10.0,  # px: an undetected object counts as occluded only if its last
+                                         # position projects this far inside the image (else: out of view)
             "models.model_path": "", "models.clip_model_path": "", "models.mdetr_repo_dir": "",
             "models.mdetr_checkpoint": "", "models.mdetr_model_name": "mdetr_resnet101",
             "models.allow_download": False, "models.num_threads": 0,
@@ -128,7 +145,13 @@ class CameraSource:
     # ------------------------------------------------------------------------------ inputs --
     def _on_color(self, msg: Image) -> None:
         with self._lock:
-            self._color = msg
+            self._color, self._pair_rx = msg, time.monotonic()
+            self._newest_stamp = max(self._newest_stamp, _stamp(msg))
+
+    def newest_image_stamp(self) -> float:
+        """Stamp (s) of the newest colour image received so far; -inf before the first."""
+        with self._lock:
+            return self._newest_stamp
 
     def _on_depth(self, msg: Image) -> None:
         with self._lock:
@@ -150,48 +173,68 @@ class CameraSource:
                             transform_from_quaternion((tr.x, tr.y, tr.z), (q.x, q.y, q.z, q.w)), _stamp(t), static)
 
     def _camera_pose(self, frame_id: str, stamp: float) -> np.ndarray | None:
-        found = self.tf.lookup(self.p["base_frame"], frame_id) if TFMessage is not None else None
-        if found is not None:
-            t, oldest = found
-            if math.isinf(oldest) or abs(stamp - oldest) <= self.p["tf_timeout"]:
-                return t
-        return self._static
+        """base<-camera at `stamp` (s); None if /tf has not reached the stamp yet (try again later).
+        Raises ValueError if there is no transform at all."""
+        if TFMessage is not None:
+            try:
+                return self.tf.lookup(self.p["base_frame"], frame_id, stamp)
+            except ExtrapolationError as e:
+                if e.future:
+                    return None
+                why = str(e)
+            except TransformError as e:
+                why = str(e)
+        else:
+            why = "tf2_msgs is not importable"
+        if self._static is not None:
+            return self._static
+        raise ValueError(f"no transform {self.p['base_frame']} <- {frame_id}: {why}")
 
     # -------------------------------------------------------------------------- processing --
     def _tick(self) -> None:
         with self._lock:
-            color, depth, info, gt = self._color, self._depth, self._info, self._gt
+            color, depth, info, gt, rx = self._color, self._depth, self._info, self._gt, self._pair_rx
         if color is None or depth is None or info is None:
             return
         t_c, t_d = _stamp(color), _stamp(depth)
         if abs(t_c - t_d) > self.p["sync_tolerance"] or max(t_c, t_d) <= self._last_processed:
             return
-        self._last_processed = max(t_c, t_d)
+        if time.monotonic() - self._last_run < 1.0 / self.p["process_rate"]:
+            return
+        frame_id = color.header.frame_id or info.header.frame_id
         try:
-            self._process(color, depth, info, gt)
+            with self._lock:
+                pose = self._camera_pose(frame_id, t_c)
+            if pose is None:
+                if time.monotonic() - rx < self.p["tf_timeout"]:
+                    return  # /tf is behind the image: wait for it
+                raise ValueError(f"no transform {self.p['base_frame']} <- {frame_id} at {t_c:.3f} s within "
+                                 f"tf_timeout {self.p['tf_timeout']:.1f} s (newest at "
+                                 f"{self.tf.newest_stamp(self.p['base_frame'], frame_id):.3f} s)")
+            self._last_processed, self._last_run = max(t_c, t_d), time.monotonic()
+            self._process(color, depth, info, gt, pose)
         except ValueError as e:  # bad input: say why, keep running, keep the last description
+            self._last_processed = max(t_c, t_d)
             self.node.get_logger().error(f"frame at {t_c:.3f} s dropped: {e}", throttle_duration_sec=5.0)
 
-    def _process(self, color: Image, depth: Image, info: CameraInfo, gt: SceneDescription | None) -> None:
+    def _process(self, color: Image, depth: Image, info: CameraInfo, gt: SceneDescription | None,
+                 pose: np.ndarray) -> None:
         t0 = time.perf_counter()
         rgb = decode_color(bytes(color.data), color.width, color.height, color.encoding, color.step)
         d = decode_depth(bytes(depth.data), depth.width, depth.height, depth.encoding, depth.step,
                          bool(depth.is_bigendian))
         k = Intrinsics.from_k(list(info.k), info.width, info.height)
         decode_s = time.perf_counter() - t0
-        frame_id = color.header.frame_id or info.header.frame_id
-        with self._lock:
-            pose = self._camera_pose(frame_id, _stamp(color))
-        if pose is None:
-            raise ValueError(f"no transform {self.p['base_frame']} <- {frame_id} (TF or static_camera_pose)")
         truth = [GroundTruthObject(o.name, o.category, (o.pose.pose.position.x, o.pose.pose.position.y,
                                                         o.pose.pose.position.z), (o.size.x, o.size.y, o.size.z))
                  for o in (gt.objects if gt is not None else []) if o.category != "location"]
         candidates = self.p["candidates"] or [o.name for o in truth]
         if not candidates:
             raise ValueError("no candidate object names (parameter candidates, or a ground-truth topic)")
-        result = self.pipeline.process(Frame(rgb, d, k, pose, _stamp(color)), candidates, truth, decode_s)
-        objects = self.memory.update(list(result.objects), _stamp(color))
+        frame = Frame(rgb, d, k, pose, _stamp(color))
+        result = self.pipeline.process(frame, candidates, truth, decode_s)
+        objects = self.memory.update(list(result.objects), _stamp(color),
+                                     in_view=lambda o: in_view(o.position, k, pose, self.p["memory.view_margin"]))
         t1 = time.perf_counter()
         out = self._scene_msg(color, objects, gt)
         self._publish(out)
@@ -212,6 +255,9 @@ class CameraSource:
             m.pose.pose.orientation.w = 1.0
             m.size = Vector3(x=float(o.size[0]), y=float(o.size[1]), z=float(o.size[2]))
             m.segmentation_id = -1
+            if o.place_point is not None:
+                m.has_place_point = True
+                m.place_point = Point(x=o.place_point[0], y=o.place_point[1], z=o.place_point[2])
             out.objects.append(m)
         if gt is not None:  # named locations ("top left corner") are not perceived: pass them through
             out.objects.extend(o for o in gt.objects if o.category == "location")

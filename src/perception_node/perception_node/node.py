@@ -15,7 +15,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from monologue_common.qos import LATCHED
-from monologue_common.runtime import run_node
+from monologue_common.runtime import from_time, run_node
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene
 
@@ -40,6 +40,10 @@ class PerceptionNode(Node):
         self._cond = threading.Condition()
         self._latest: SceneDescription | None = None
         self._latest_rx = 0.0  # monotonic time the latest input arrived
+        # Camera: a refreshed description must come from an image newer (by stamp) than every image
+        # received before the request, so the success detector never judges a frame from before the
+        # skill ended. Stamps, not the node's clock: a replayed bag keeps its recorded stamps.
+        self._fresh_by_stamp = source == "camera"
         group = ReentrantCallbackGroup()
         self._pub = self.create_publisher(SceneDescription, "scene/description", LATCHED)
         if source == "oracle":
@@ -67,21 +71,30 @@ class PerceptionNode(Node):
             self._latest, self._latest_rx = out, time.monotonic()
             self._cond.notify_all()
 
+    def _fresh(self, asked: float, asked_stamp: float) -> bool:
+        if self._latest is None:
+            return False
+        if self._fresh_by_stamp:
+            return from_time(self._latest.header.stamp) > asked_stamp
+        return self._latest_rx >= asked
+
     def _describe(self, req: DescribeScene.Request, res: DescribeScene.Response) -> DescribeScene.Response:
         asked = time.monotonic()
+        asked_stamp = self._camera.newest_image_stamp() if self._fresh_by_stamp else 0.0
         deadline = asked + self._refresh_timeout
         with self._cond:
-            while self._latest is None or (req.refresh and self._latest_rx < asked):
+            while self._latest is None or (req.refresh and not self._fresh(asked, asked_stamp)):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            latest, fresh = self._latest, self._latest_rx >= asked
+            latest, fresh = self._latest, self._fresh(asked, asked_stamp)
         if latest is None:
             res.success, res.message = False, "no input received yet"
         elif req.refresh and not fresh:
             res.success = False
-            res.message = f"no new input within {self._refresh_timeout:.1f} s"
+            res.message = (f"no {'camera frame newer than the request' if self._fresh_by_stamp else 'new input'} "
+                           f"within {self._refresh_timeout:.1f} s")
         else:
             res.success, res.scene = True, latest
         return res
@@ -95,6 +108,7 @@ def scene_from_msg(msg: SceneDescription) -> Scene:
             position=(o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
             size=(o.size.x, o.size.y, o.size.z), visible=o.visible, confidence=o.confidence,
             segmentation_id=o.segmentation_id,
+            place_point=(o.place_point.x, o.place_point.y, o.place_point.z) if o.has_place_point else None,
         )
         for o in msg.objects
     )

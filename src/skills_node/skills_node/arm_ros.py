@@ -311,7 +311,8 @@ class ArmRosBridge:
     def _on_scene(self, msg: SceneDescription) -> None:
         self.locator.update([
             SceneEntry(o.name, o.category,
-                       (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z), bool(o.visible))
+                       (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z), bool(o.visible),
+                       (o.place_point.x, o.place_point.y, o.place_point.z) if o.has_place_point else None)
             for o in msg.objects
         ])
 

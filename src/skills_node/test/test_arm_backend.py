@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from skills_node.core.arm_backend import ArmSkillBackend, PickPlaceConfig, SceneLocator
+from skills_node.core.arm_backend import ArmSkillBackend, PickPlaceConfig, SceneEntry, SceneLocator
 from skills_node.core.safety import SafeArm
 from skills_node.core.types import SkillError, SkillState
 from skills_node.core.ur5e_rtde import RtdeArm
@@ -94,6 +94,23 @@ def test_stacking_places_on_top_of_the_other_block(backend: ArmSkillBackend, rob
     assert outcome.ok, outcome.message
     red, green = robot.get("red block"), robot.get("green block")
     assert (red.x, red.y, red.z) == pytest.approx((green.x, green.y, green.top), abs=1e-6)
+
+
+def test_place_goes_to_the_perceived_place_point_of_the_plate(
+        backend: ArmSkillBackend, robot: FakeUrController, locator: SceneLocator) -> None:
+    """IM-R: perception's place point (the part of the plate farthest from other boxes) is where the
+    block goes, not the plate's centre; the pick still uses the block's centre."""
+    entries = [SceneEntry(o.name, "plate" if "plate" in o.name else "block", (o.x, o.y, o.top),
+                          place_point=(o.x + 0.03, o.y - 0.02, o.top) if "plate" in o.name else None)
+               for o in robot.objects]
+    locator.update(entries)
+    outcome, _ = run(backend, "pick_place", "red block", "blue plate")
+    assert outcome.ok, outcome.message
+    cmds = robot.motion_commands()
+    assert cmds[0][1][0] == pytest.approx([0.45, 0.10, 0.04 + 0.15, *DOWN])
+    assert cmds[6][1][0] == pytest.approx([0.63, 0.13, 0.01 + 0.15, *DOWN])
+    red = robot.get("red block")
+    assert (red.x, red.y) == pytest.approx((0.63, 0.13), abs=1e-6)
 
 
 def test_out_of_workspace_object_is_refused_before_anything_moves(

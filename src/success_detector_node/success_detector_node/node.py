@@ -23,7 +23,8 @@ from .core.detectors import Context, SceneEntry, make_detector
 def _entries(scene: SceneDescription) -> dict[str, SceneEntry]:
     return {
         o.name: SceneEntry(o.name, o.category,
-                           (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z), o.visible)
+                           (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z), o.visible,
+                           (o.place_point.x, o.place_point.y, o.place_point.z) if o.has_place_point else None)
         for o in scene.objects
     }
 

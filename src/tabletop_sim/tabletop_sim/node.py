@@ -136,6 +136,7 @@ class TabletopSimNode(Node):
         self._gt_timer = self.create_timer(1.0 / s.ground_truth_rate, self.publish_ground_truth,
                                            callback_group=timers)
         self._js_timer = self.create_timer(1.0 / s.joint_state_rate, self._publish_state, callback_group=timers)
+        self._optical_from_tool0: Pose | None = None  # wrist camera mount, set by _publish_static_tf
         self._publish_static_tf()
         self.publish_ground_truth()
 
@@ -295,6 +296,7 @@ class TabletopSimNode(Node):
         optical = self.world.camera_pose(self.settings.camera_mode)
         if self.settings.camera_mode == "wrist":
             parent, mount = "tool0", compose(invert(self.world.tool0_pose()), optical)
+            self._optical_from_tool0 = invert(mount)
         else:
             parent, mount = WORLD_FRAME, optical
         link = compose(mount, invert(LINK_TO_OPTICAL))
@@ -324,8 +326,9 @@ class TabletopSimNode(Node):
                           + self._depth_info_pub.get_subscription_count())
                 want_seg = self._seg_pub.get_subscription_count() > 0
                 if wanted or want_seg:
+                    stamp = self.get_clock().now().to_msg()  # the state the frame shows is read just after
                     frame = renderer.render(segmentation=want_seg)
-                    self._publish_frame(frame)
+                    self._publish_frame(frame, stamp)
                 delay = next_t - time.monotonic()
                 if delay < 0:
                     next_t = time.monotonic()
@@ -333,8 +336,13 @@ class TabletopSimNode(Node):
         finally:
             renderer.close()
 
-    def _publish_frame(self, frame: CameraFrame) -> None:
-        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=OPTICAL_FRAME)
+    def _publish_frame(self, frame: CameraFrame, stamp: Any) -> None:
+        header = Header(stamp=stamp, frame_id=OPTICAL_FRAME)
+        if self._optical_from_tool0 is not None:
+            # base_link <- tool0 exactly as rendered, at the image's stamp: a TF lookup at that stamp
+            # then gives the camera pose the image was taken from, even while the arm moves.
+            tool0 = compose(frame.pose, self._optical_from_tool0)
+            self._tf_pub.publish(TFMessage(transforms=[_transform(stamp, BASE_FRAME, "tool0", tool0)]))
         h, w = frame.rgb.shape[:2]
         info = _camera_info(header, frame)
         rgb = Image(header=header, height=h, width=w, encoding="rgb8", is_bigendian=0, step=w * 3)

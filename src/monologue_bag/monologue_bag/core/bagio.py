@@ -164,6 +164,7 @@ class TopicInfo:
     type_name: str
     count: int
     qos: QosSpec
+    rihs01: str = ""  # type hash of the definition the bag was recorded with ("" if the bag has none)
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,8 @@ class Bag:
         self.topics: dict[str, TopicInfo] = {}
         for c in self._reader.connections:
             profiles = getattr(c.ext, "offered_qos_profiles", [])
-            self.topics[c.topic] = TopicInfo(c.topic, c.msgtype, c.msgcount, QosSpec.from_rosbags(profiles))
+            digest = c.digest if str(c.digest).startswith("RIHS01_") else ""
+            self.topics[c.topic] = TopicInfo(c.topic, c.msgtype, c.msgcount, QosSpec.from_rosbags(profiles), digest)
 
     def __enter__(self) -> Bag:
         return self

@@ -156,6 +156,17 @@ def apply(t: FloatArray, points: FloatArray) -> FloatArray:
     return np.asarray(p @ t[:3, :3].T + t[:3, 3], dtype=np.float64)
 
 
+def in_view(point_base: Sequence[float], k: Intrinsics, base_from_camera: FloatArray, margin_px: float = 0.0,
+            max_depth_m: float = 3.0) -> bool:
+    """True if a base-frame point (m) is in front of the camera, within `max_depth_m`, and projects
+    at least `margin_px` inside the image."""
+    p = apply(invert(base_from_camera), np.asarray(point_base, dtype=np.float64).reshape(1, 3))[0]
+    if not 0.0 < p[2] <= max_depth_m:
+        return False
+    u, v = k.project(p.reshape(1, 3))[0]
+    return bool(margin_px <= u <= k.width - margin_px and margin_px <= v <= k.height - margin_px)
+
+
 def check_transform(t: FloatArray, what: str = "transform") -> FloatArray:
     """Return `t` as a float 4x4 array, or raise ValueError if it is not a rigid transform."""
     a = np.asarray(t, dtype=np.float64)

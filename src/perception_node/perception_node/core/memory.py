@@ -8,7 +8,7 @@ occluded list and stays there, at its last known position, until it is detected 
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from .scene import SceneObject
@@ -39,9 +39,15 @@ class ObjectMemory:
         self.forget_after_s = forget_after_s
         self._tracks: dict[str, _Track] = {}  # insertion order = first-seen order
 
-    def update(self, observed: Sequence[SceneObject], stamp_s: float) -> list[SceneObject]:
+    def update(self, observed: Sequence[SceneObject], stamp_s: float,
+               in_view: Callable[[SceneObject], bool] | None = None) -> list[SceneObject]:
         """Merge one observation (the objects detected in a frame, time in s); returns every known
-        object, in first-seen order, with `visible` set."""
+        object, in first-seen order, with `visible` set.
+
+        `in_view(obj)`: whether the camera could have seen a known object now (its last position is
+        in the field of view). An undetected object out of view keeps its state: a moving wrist
+        camera that looks elsewhere does not make the table's objects "occluded". None = all in view.
+        """
         seen = set()
         for o in observed:
             if o.name in seen:
@@ -53,7 +59,7 @@ class ObjectMemory:
             else:
                 t.obj, t.last_seen_s, t.misses = replace(o, visible=True), stamp_s, 0
         for name, t in list(self._tracks.items()):
-            if name in seen:
+            if name in seen or (in_view is not None and not in_view(t.obj)):
                 continue
             t.misses += 1
             if t.misses >= self.miss_updates_to_occlude:

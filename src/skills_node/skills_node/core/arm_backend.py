@@ -31,7 +31,11 @@ class ObjectLocator(Protocol):
     """Where things are: from perception's scene description on the robot, from the simulator in sim."""
 
     def position(self, name: str) -> Vector3 | None:
-        """Pick or place point of `name` in the base frame (m), or None if it is not known now."""
+        """Centre (pick point) of `name` in the base frame (m), or None if it is not known now."""
+        ...
+
+    def place_position(self, name: str) -> Vector3 | None:
+        """Where to put things onto `name` in the base frame (m), or None if it is not known now."""
         ...
 
     def objects(self) -> list[str]:
@@ -51,6 +55,7 @@ class SceneEntry:
     category: str  # "block", "bowl", "plate", "location", a detector label...
     position: Vector3
     visible: bool = True
+    place_point: Vector3 | None = None  # m; where to put things onto it (IM-R plate/bowl point), None = position
 
 
 class SceneLocator:
@@ -74,6 +79,14 @@ class SceneLocator:
         with self._lock:
             entry = self._entries.get(name)
         return entry.position if entry is not None else None
+
+    def place_position(self, name: str) -> Vector3 | None:
+        """Where to place onto `name`: its place point if perception gave one, else its position (m)."""
+        with self._lock:
+            entry = self._entries.get(name)
+        if entry is None:
+            return None
+        return entry.place_point if entry.place_point is not None else entry.position
 
     def objects(self) -> list[str]:
         with self._lock:
@@ -277,7 +290,7 @@ class ArmSkillBackend:
         if target not in objects and target not in self._locator.places():
             raise SkillRejected(SkillError.INVALID_ARGUMENTS, f"there is no visible place target {target!r}")
         pick_hover, pick_travel = self._hover_and_travel(obj)
-        place_hover, place_travel = self._hover_and_travel(target)
+        place_hover, place_travel = self._hover_and_travel(target, place=True)
         return _Plan(obj, target, pick_hover, pick_travel, place_hover, place_travel)
 
     def _descent(self, planned: float) -> float:
@@ -286,8 +299,8 @@ class ArmSkillBackend:
         room = self._arm.tcp_pose().z - self._arm.limits.min_height
         return max(min(planned, room), 1e-4)
 
-    def _hover_and_travel(self, name: str) -> tuple[TcpPose, float]:
-        p = self._locator.position(name)
+    def _hover_and_travel(self, name: str, place: bool = False) -> tuple[TcpPose, float]:
+        p = self._locator.place_position(name) if place else self._locator.position(name)
         if p is None:
             raise SkillRejected(SkillError.PRECONDITION_FAILED, f"the position of the {name} is not known",
                                 failed_precondition=f"the {name} is visible")
