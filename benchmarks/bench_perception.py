@@ -1,6 +1,6 @@
 """Perception benchmark (prints numbers; no assertions).
 Run: `. scripts/env.sh && python benchmarks/bench_perception.py [--frames N] [--owlvit DIR] [--owlv2 DIR]
-[--grounding-dino DIR] [--clip DIR] [--mdetr-repo DIR --mdetr-checkpoint FILE] [--noise 0.002]`.
+[--grounding-dino DIR] [--clip DIR] [--mdetr-checkpoint FILE --mdetr-text-encoder DIR] [--noise 0.002]`.
 
 On synthetic 640x480 RGB-D tabletop frames (random block/bowl layouts, exact ground truth), for the
 oracle and for every detector whose weights are given:
@@ -86,8 +86,8 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.0, help="depth noise std (m); also 2%% holes")
     for kind in ("owlvit", "owlv2", "grounding-dino", "clip"):
         ap.add_argument(f"--{kind}", default="", help=f"local {kind} model dir")
-    ap.add_argument("--mdetr-repo", default="")
-    ap.add_argument("--mdetr-checkpoint", default="")
+    ap.add_argument("--mdetr-checkpoint", default="", help="official MDETR ResNet-101 .pth")
+    ap.add_argument("--mdetr-text-encoder", default="", help="local roberta-base dir")
     a = ap.parse_args()
     k = g.Intrinsics.from_fov(640, 480, math.radians(42))
     rng = np.random.default_rng(a.seed)
@@ -103,11 +103,11 @@ def main() -> None:
         if path:
             det = make_detector(DetectorConfig(kind=kind, model_path=path, clip_model_path=a.clip))
             run(det.name, PerceptionPipeline(det), frames)
-    if a.mdetr_repo:
-        det = make_detector(DetectorConfig(kind="mdetr", mdetr_repo_dir=a.mdetr_repo,
-                                           mdetr_checkpoint=a.mdetr_checkpoint))
+    if a.mdetr_checkpoint:
+        det = make_detector(DetectorConfig(kind="mdetr", mdetr_checkpoint=a.mdetr_checkpoint,
+                                           mdetr_text_encoder_dir=a.mdetr_text_encoder))
         run("mdetr", PerceptionPipeline(det), frames)
-    if not any(p for _, p in configs) and not a.mdetr_repo:
+    if not any(p for _, p in configs) and not a.mdetr_checkpoint:
         print("\n(no model weights given: only the oracle was measured; see --help)")
 
 

@@ -68,7 +68,7 @@ class CameraSource:
         self.p = p
         det = make_detector(DetectorConfig(
             kind=p["detector"], model_path=p["models.model_path"], clip_model_path=p["models.clip_model_path"],
-            mdetr_repo_dir=p["models.mdetr_repo_dir"], mdetr_checkpoint=p["models.mdetr_checkpoint"],
+            mdetr_text_encoder_dir=p["models.mdetr_text_encoder_dir"], mdetr_checkpoint=p["models.mdetr_checkpoint"],
             mdetr_model_name=p["models.mdetr_model_name"], score_threshold=p["score_threshold"],
             text_threshold=p["text_threshold"], allow_download=p["models.allow_download"],
             num_threads=p["models.num_threads"]), self._log)
@@ -127,7 +127,7 @@ class CameraSource:
             "marker_lifetime": 2.0, "memory.miss_updates_to_occlude": 1,
             "memory.view_margin": 10.0,  # px: an undetected object counts as occluded only if its last
                                          # position projects this far inside the image (else: out of view)
-            "models.model_path": "", "models.clip_model_path": "", "models.mdetr_repo_dir": "",
+            "models.model_path": "", "models.clip_model_path": "", "models.mdetr_text_encoder_dir": "",
             "models.mdetr_checkpoint": "", "models.mdetr_model_name": "mdetr_resnet101",
             "models.allow_download": False, "models.num_threads": 0,
         }

@@ -122,3 +122,53 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         tokenizer=bert_tok).save_pretrained(d)
     out["grounding_dino"] = d
     return out
+
+
+def _roberta_text_encoder_dir(tf: Any, d: Path) -> Path:
+    """A tiny roberta-base look-alike: byte-level BPE tokenizer with no merges (every character a
+    token, special tokens at roberta-base's ids) and a 1-layer RobertaConfig; no weights."""
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for c in _bytes_to_unicode():
+        vocab[c] = len(vocab)
+    vocab["<mask>"] = len(vocab)
+    tf.RobertaTokenizerFast(vocab=vocab, merges=[]).save_pretrained(d)
+    tf.RobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=37, max_position_embeddings=130, type_vocab_size=1, pad_token_id=1,
+                     bos_token_id=0, eos_token_id=2).save_pretrained(d)
+    return d
+
+
+@pytest.fixture(scope="session")
+def tiny_mdetr(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny random MDETR saved like the official checkpoints ({"model", "args", ...}, including the
+    `embeddings.position_ids` buffer transformers 4.5 saved), and its text-encoder directory. Its
+    heads are set so that every query finds "red block" in the middle of the image."""
+    import argparse
+
+    import torch
+    import transformers as tf
+
+    from perception_node.core.mdetr import MdetrConfig, build_mdetr
+
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("tiny_mdetr")
+    text_dir = _roberta_text_encoder_dir(tf, root / "roberta")
+    cfg = MdetrConfig(hidden_dim=32, nheads=4, enc_layers=1, dec_layers=2, dim_feedforward=32, num_queries=10,
+                      contrastive_hdim=8, backbone_layers=(1, 1, 1, 1), backbone_width=8)
+    model = build_mdetr(cfg, text_dir)
+    with torch.no_grad():
+        # Boxes from the bias alone: (cx, cy, w, h) = (0.5, 0.5, 0.5, 0.5), a real box to post-process.
+        model.bbox_embed.layers[-1].weight.zero_()
+        model.bbox_embed.layers[-1].bias.zero_()
+        # Every query refers to token positions 1-9: "red block" in the caption "red block. blue bowl.
+        # green block." (one token per character after <s>), with p(no object) ~ 0.
+        model.class_embed.weight.zero_()
+        model.class_embed.bias.fill_(-5.0)
+        model.class_embed.bias[1:10] = 5.0
+        model.class_embed.bias[-1] = 0.0
+    state = model.state_dict()
+    state["transformer.text_encoder.embeddings.position_ids"] = torch.arange(130)[None]
+    ckpt = root / "tiny_mdetr_checkpoint.pth"
+    torch.save({"model": state, "model_ema": None, "optimizer": {"state": {}, "param_groups": []}, "epoch": 0,
+                "args": argparse.Namespace(nheads=4, backbone="resnet101", hidden_dim=32, num_queries=10)}, ckpt)
+    return {"checkpoint": ckpt, "text_encoder": text_dir}

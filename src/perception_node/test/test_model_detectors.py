@@ -87,32 +87,55 @@ def test_missing_model_dir_names_the_path(tmp_path: Path) -> None:
         ClipScorer(str(tmp_path / "empty"))
 
 
-def test_mdetr_missing_files_name_the_path(tmp_path: Path) -> None:
-    with pytest.raises(ModelLoadError, match="hubconf.py"):
-        MdetrDetector(str(tmp_path / "mdetr"), str(tmp_path / "ckpt.pth"))
-    (tmp_path / "mdetr").mkdir()
-    (tmp_path / "mdetr" / "hubconf.py").write_text("")
-    with pytest.raises(ModelLoadError, match="ckpt.pth"):
-        MdetrDetector(str(tmp_path / "mdetr"), str(tmp_path / "ckpt.pth"))
+def test_mdetr_forward_pass_on_640x480(tiny_mdetr: dict[str, Path], image: np.ndarray) -> None:
+    """A tiny official-layout checkpoint loads through the factory (architecture read from the state
+    dict, heads from its args) and returns the labelled pixel box its heads were set to."""
+    det = make_detector(DetectorConfig(kind="mdetr", mdetr_checkpoint=str(tiny_mdetr["checkpoint"]),
+                                       mdetr_text_encoder_dir=str(tiny_mdetr["text_encoder"]), score_threshold=0.7))
+    assert isinstance(det, MdetrDetector) and det.name == "mdetr"
+    assert det._model.transformer.nhead == 4 and det._model.cfg.backbone_layers == (1, 1, 1, 1)
+    dets = det.detect(image, CANDIDATES)
+    _check(dets)
+    assert [d.label for d in dets] == ["red block"] and dets[0].score > 0.99
+    assert np.allclose(dets[0].box, (160, 120, 480, 360))   # (0.5, 0.5, 0.5, 0.5) of the 640x480 image
+    assert det.detect(image, CANDIDATES) == dets, "deterministic"
+    # Another caption: "red block" is no longer at token positions 1-9, so no box refers to it.
+    assert "red block" not in [d.label for d in det.detect(image, ["blue bowl", "red block"])]
 
 
-def test_mdetr_loads_through_torch_hub_local(tmp_path: Path) -> None:
-    """A local hub repo + checkpoint go through torch.hub.load(source="local") and load_state_dict;
-    a checkpoint that does not fit the model is a ModelLoadError naming both paths."""
+def test_mdetr_missing_files_name_the_path(tiny_mdetr: dict[str, Path], tmp_path: Path) -> None:
+    ckpt, text_dir = str(tiny_mdetr["checkpoint"]), str(tiny_mdetr["text_encoder"])
+    with pytest.raises(ModelLoadError, match="no_such.pth"):
+        MdetrDetector(str(tmp_path / "no_such.pth"), text_dir)
+    with pytest.raises(ModelLoadError, match="mdetr_checkpoint"):
+        make_detector(DetectorConfig(kind="mdetr", mdetr_text_encoder_dir=text_dir))
+    with pytest.raises(ModelLoadError, match="no_roberta"):
+        MdetrDetector(ckpt, str(tmp_path / "no_roberta"))
+    with pytest.raises(ModelLoadError, match="mdetr_text_encoder_dir"):
+        make_detector(DetectorConfig(kind="mdetr", mdetr_checkpoint=ckpt))
+    with pytest.raises(ModelLoadError, match="mdetr_efficientnetB3"):
+        MdetrDetector(ckpt, text_dir, model_name="mdetr_efficientnetB3")
+
+
+def test_mdetr_checkpoint_that_does_not_fit_names_it(tiny_mdetr: dict[str, Path], tmp_path: Path) -> None:
+    """A state dict that is not MDETR's, or misses a key, is a ModelLoadError naming the file."""
     import torch
 
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "hubconf.py").write_text(
-        "import torch\ndependencies = ['torch']\n"
-        "def mdetr_resnet101(pretrained=False):\n    return torch.nn.Linear(2, 2)\n")
-    good, bad = tmp_path / "good.pth", tmp_path / "bad.pth"
-    torch.save({"model": torch.nn.Linear(2, 2).state_dict()}, good)
-    torch.save({"model": torch.nn.Linear(3, 2).state_dict()}, bad)
-    det = MdetrDetector(str(repo), str(good))
-    assert det.name == "mdetr"
-    with pytest.raises(ModelLoadError, match="bad.pth"):
-        MdetrDetector(str(repo), str(bad))
+    text_dir = str(tiny_mdetr["text_encoder"])
+    other = tmp_path / "linear.pth"
+    torch.save({"model": torch.nn.Linear(2, 2).state_dict()}, other)
+    with pytest.raises(ModelLoadError, match="(?s)linear.pth.*query_embed"):
+        MdetrDetector(str(other), text_dir)
+    state = torch.load(tiny_mdetr["checkpoint"], weights_only=False)["model"]
+    del state["contrastive_align_projection_text.bias"]
+    partial = tmp_path / "partial.pth"
+    torch.save(state, partial)  # a bare state dict is accepted too, but strict loading finds the gap
+    with pytest.raises(ModelLoadError, match="(?s)partial.pth.*contrastive_align_projection_text.bias"):
+        MdetrDetector(str(partial), text_dir)
+    garbage = tmp_path / "garbage.pth"
+    garbage.write_text("not a checkpoint")
+    with pytest.raises(ModelLoadError, match="garbage.pth"):
+        MdetrDetector(str(garbage), text_dir)
 
 
 def test_caption_and_label_matching() -> None:

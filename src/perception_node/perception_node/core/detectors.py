@@ -1,7 +1,7 @@
 """Open-vocabulary 2D detectors behind one Protocol: image + candidate names -> labelled boxes.
 
-Plugins: OWL-ViT / OWLv2 and Grounding DINO (transformers), MDETR (the IM paper's model, loaded
-with torch.hub from a local clone plus a local checkpoint), CLIP re-ranking of crops, and an oracle
+Plugins: OWL-ViT / OWLv2 and Grounding DINO (transformers), MDETR (the IM paper's model: core/mdetr.py
+with an official checkpoint and a local roberta-base directory), CLIP re-ranking of crops, and an oracle
 that projects ground-truth objects into the image and keeps what the depth image shows is visible.
 
 Model weights are never downloaded unless `allow_download` is true: otherwise HF_HUB_OFFLINE is set,
@@ -303,80 +303,69 @@ class ClipReranker:
 
 # ----------------------------------------------------------------------------------------- MDETR --
 
+def caption_spans(candidates: Sequence[str]) -> tuple[str, list[tuple[int, int, int]]]:
+    """The caption (see `caption`) and, for each non-empty candidate, (candidate index, start, end)
+    of its name in the caption's characters."""
+    text, spans, start = caption(candidates), [], 0
+    for i, c in enumerate(candidates):
+        name = c.strip().lower().rstrip(".")
+        if c.strip() and name:
+            beg = text.find(name, start)
+            spans.append((i, beg, beg + len(name)))
+            start = beg + len(name)
+    return text, spans
+
+
 class MdetrDetector:
     """MDETR (Kamath et al. 2021), as in IM's real tabletop, from local files only.
 
-    `repo_dir` is a clone of github.com/ashkamath/mdetr (it holds hubconf.py); `checkpoint` a
-    downloaded .pth such as pretrained_resnet101_checkpoint.pth. Loading runs
-    `torch.hub.load(repo_dir, model_name, source="local", pretrained=False)` and then the
-    checkpoint's "model" state dict. MDETR's code imports torchvision and timm, and builds a
-    RoBERTa text encoder with transformers (roberta-base must be in the Hugging Face cache when
-    downloads are off). See docs/perception.md.
+    `checkpoint` is an official MDETR ResNet-101 checkpoint such as pretrained_resnet101_checkpoint.pth;
+    `text_encoder_dir` a local roberta-base directory (config.json and the tokenizer files; the
+    text encoder's weights come from the checkpoint). The model is core/mdetr.py, a plain-torch
+    re-implementation with the official parameter names (no torchvision, no timm). Each query whose
+    1 - p(no object) exceeds `score_threshold` is labelled with the candidate whose caption tokens get
+    most of its probability mass. See docs/perception.md.
     """
 
     name = "mdetr"
-    MEAN = (0.485, 0.456, 0.406)
-    STD = (0.229, 0.224, 0.225)
 
-    def __init__(self, repo_dir: str, checkpoint: str, model_name: str = "mdetr_resnet101",
-                 score_threshold: float = 0.7, resize_px: int = 800, allow_download: bool = False,
+    def __init__(self, checkpoint: str, text_encoder_dir: str, model_name: str = "mdetr_resnet101",
+                 score_threshold: float = 0.7, resize_px: int = 800, max_size_px: int = 1333,
                  num_threads: int = 0, logger: logging.Logger | None = None) -> None:
-        self.score_threshold, self.resize_px = score_threshold, resize_px
+        self.score_threshold, self.resize_px, self.max_size_px = score_threshold, resize_px, max_size_px
         self._log = logger or logging.getLogger(__name__)
-        repo, ckpt = Path(repo_dir).expanduser(), Path(checkpoint).expanduser()
-        if not repo_dir.strip() or not (repo / "hubconf.py").is_file():
-            raise ModelLoadError(
-                f"MDETR code directory {repo} has no hubconf.py (parameter mdetr.repo_dir; clone "
-                "https://github.com/ashkamath/mdetr there, see docs/perception.md)")
+        ckpt, text_dir = Path(checkpoint).expanduser(), Path(text_encoder_dir).expanduser()
         if not checkpoint.strip() or not ckpt.is_file():
             raise ModelLoadError(
-                f"MDETR checkpoint {ckpt} does not exist (parameter mdetr.checkpoint; see docs/perception.md)")
-        offline_mode(allow_download)
-        torch = _import("torch")
+                f"MDETR checkpoint {ckpt} does not exist (parameter models.mdetr_checkpoint; see docs/perception.md)")
+        if not text_encoder_dir.strip() or not (text_dir / "config.json").is_file():
+            raise ModelLoadError(
+                f"MDETR text encoder directory {text_dir} has no config.json (parameter "
+                "models.mdetr_text_encoder_dir: a local roberta-base copy, see docs/perception.md)")
+        self._torch = _import("torch")
+        self._mdetr = _import("perception_node.core.mdetr")
+        if model_name not in self._mdetr.MODEL_NAMES:
+            raise ModelLoadError(f"MDETR model {model_name!r} is not supported (parameter models.mdetr_model_name); "
+                                 f"supported: {list(self._mdetr.MODEL_NAMES)}")
         _threads(num_threads)
         try:
-            model = torch.hub.load(str(repo), model_name, source="local", pretrained=False)
-            state = torch.load(str(ckpt), map_location="cpu", weights_only=False)
-            model.load_state_dict(state["model"] if isinstance(state, dict) and "model" in state else state)
-        except Exception as e:  # hub code raises anything: ImportError (torchvision), KeyError, ...
-            raise ModelLoadError(f"could not load MDETR {model_name} from {repo} with {ckpt}: {e}") from e
-        self._model, self._torch = model.eval(), torch
-        self._log.info("loaded MDETR %s from %s (%s)", model_name, repo, ckpt)
-
-    def _tensor(self, image: RgbImage) -> Any:
-        h, w = image.shape[:2]
-        scale = self.resize_px / min(h, w)
-        if max(h, w) * scale > 1333:
-            scale = 1333 / max(h, w)
-        pil = _pil(image).resize((round(w * scale), round(h * scale)), _import("PIL.Image").BILINEAR)
-        mean, std = np.array(self.MEAN, np.float32), np.array(self.STD, np.float32)
-        a = (np.asarray(pil, dtype=np.float32) / 255.0 - mean) / std
-        return self._torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))[None]
+            self._model = self._mdetr.load_mdetr(ckpt, text_dir)
+        except Exception as e:  # torch.load, transformers and load_state_dict raise many types
+            raise ModelLoadError(f"could not load MDETR {model_name} from {ckpt} with {text_dir}: {e}") from e
+        self._log.info("loaded MDETR %s from %s (text encoder %s)", model_name, ckpt, text_dir)
 
     def detect(self, image: RgbImage, candidates: Sequence[str]) -> list[Detection]:
         check_image(image)
         h, w = image.shape[:2]
-        text = caption(candidates)
-        img = self._tensor(image)
+        text, spans = caption_spans(candidates)
+        img = self._mdetr.image_tensor(image, self.resize_px, self.max_size_px)
         with self._torch.no_grad():
             memory = self._model(img, [text], encode_and_save=True)
             out = self._model(img, [text], encode_and_save=False, memory_cache=memory)
-        logits = out["pred_logits"][0]                     # queries x 256 token positions (+ no-object)
-        prob = logits.softmax(-1)
-        keep = (1 - prob[:, -1]) > self.score_threshold
-        tokenized = memory["tokenized"]
-        dets = []
-        for q in keep.nonzero().flatten().tolist():
-            cx, cy, bw, bh = (float(v) for v in out["pred_boxes"][0, q].tolist())
-            box = ((cx - bw / 2) * w, (cy - bh / 2) * h, (cx + bw / 2) * w, (cy + bh / 2) * h)
-            spans = []
-            for pos in (prob[q, :-1] > 0.1).nonzero().flatten().tolist():
-                span = tokenized.token_to_chars(0, pos)
-                if span is not None:
-                    spans.append(text[span.start:span.end])
-            label = match_label(" ".join(spans), candidates)
-            if label is not None:
-                dets.append(Detection(label, float(1 - prob[q, -1]), box))
+        pos = self._mdetr.positive_map(memory["tokenized"], [(b, e) for _, b, e in spans],
+                                       out["pred_logits"].shape[-1] - 1)
+        dets = [Detection(candidates[spans[g.phrase][0]], g.score, g.box)
+                for g in self._mdetr.grounded_boxes(out, pos, w, h, self.score_threshold)]
         return best_per_label(clip_boxes(dets, w, h))
 
 
@@ -490,8 +479,8 @@ class DetectorConfig:
     kind: str = "oracle"
     model_path: str = ""               # owlvit/owlv2/grounding_dino: local transformers model dir
     clip_model_path: str = ""          # "" = no CLIP re-ranking
-    mdetr_repo_dir: str = ""
-    mdetr_checkpoint: str = ""
+    mdetr_checkpoint: str = ""         # official MDETR ResNet-101 .pth
+    mdetr_text_encoder_dir: str = ""   # local roberta-base dir (config.json + tokenizer files)
     mdetr_model_name: str = "mdetr_resnet101"
     score_threshold: float = 0.1       # owl*: box score; grounding_dino: box threshold; mdetr: 1 - p(no object)
     text_threshold: float = 0.25       # grounding_dino
@@ -510,9 +499,8 @@ def make_detector(cfg: DetectorConfig, logger: logging.Logger | None = None) -> 
                                      cfg.num_threads, log),
         "grounding_dino": lambda: GroundingDinoDetector(cfg.model_path, cfg.score_threshold, cfg.text_threshold,
                                                         cfg.allow_download, cfg.num_threads, log),
-        "mdetr": lambda: MdetrDetector(cfg.mdetr_repo_dir, cfg.mdetr_checkpoint, cfg.mdetr_model_name,
-                                       cfg.score_threshold, allow_download=cfg.allow_download,
-                                       num_threads=cfg.num_threads, logger=log),
+        "mdetr": lambda: MdetrDetector(cfg.mdetr_checkpoint, cfg.mdetr_text_encoder_dir, cfg.mdetr_model_name,
+                                       cfg.score_threshold, num_threads=cfg.num_threads, logger=log),
     }
     if cfg.kind not in builders:
         raise ValueError(f"unknown detector {cfg.kind!r}; available: {list(DETECTORS)}")
