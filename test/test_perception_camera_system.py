@@ -42,7 +42,7 @@ def perception(ros_domain: int, scenes: dict[str, object]) -> Iterator[subproces
         [str(REPO / "src" / "perception_node"), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen(
         [sys.executable, "-c", "from perception_node.node import main; main()", "--ros-args",
-         "-p", "source:=camera", "-p", "detector:=oracle", "-p", "process_rate:=4.0",
+         "-p", "source:=camera", "-p", "detector:=oracle", "-p", "process_rate:=4.0", "-p", "refresh_timeout:=5.0",
          "-p", f"static_camera_pose:=[{', '.join(f'{v:.9f}' for v in pose)}]"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -65,7 +65,7 @@ def test_camera_mode_grounds_objects_and_tracks_occlusion(perception: subprocess
     from visualization_msgs.msg import MarkerArray
 
     from monologue_common.qos import LATCHED
-    from monologue_interfaces.msg import SceneDescription, SceneObject
+    from monologue_interfaces.msg import DetectionQueries, SceneDescription, SceneObject
     from monologue_interfaces.srv import DescribeScene
 
     rclpy.init()
@@ -158,7 +158,7 @@ def test_camera_mode_grounds_objects_and_tracks_occlusion(perception: subprocess
         while time.monotonic() < settle:
             ex.spin_once(timeout_sec=0.1)
         stale = refresh(None)
-        assert not stale.success and "no camera frame newer than the request within 2.0 s" in stale.message
+        assert not stale.success and "no camera frame newer than the request within 5.0 s" in stale.message
         fresh = refresh(0.5)
         assert fresh.success, fresh.message
         stamp = fresh.scene.header.stamp.sec + fresh.scene.header.stamp.nanosec * 1e-9
@@ -175,6 +175,18 @@ def test_camera_mode_grounds_objects_and_tracks_occlusion(perception: subprocess
         assert diags, "no diagnostics published"
         keys = {kv.key for kv in diags[-1].status[0].values}
         assert {"decode_ms", "detect_ms", "depth_ms", "open3d_ms", "publish_ms"} <= keys
+
+        # a new episode names its objects: perception looks only for those, with a fresh memory
+        # (the occluded red block is forgotten); empty names: back to the configured candidates
+        queries = node.create_publisher(DetectionQueries, "perception/queries", LATCHED)
+        queries.publish(DetectionQueries(episode_id="e1", names=["green block", "blue block"]))
+        s3 = describe_until(lambda sc: {o.name for o in sc.objects if o.category != "location"}
+                            == {"green block", "blue block"}, 30)
+        assert all(o.visible for o in s3.objects if o.category != "location")
+        queries.publish(DetectionQueries(episode_id="e2", names=[]))
+        frame_now[0] = scenes["before"]
+        describe_until(lambda sc: {o.name for o in sc.objects if o.category == "block"}
+                       == {"red block", "green block", "blue block"}, 30)
     finally:
         node.destroy_node()
         rclpy.shutdown()
