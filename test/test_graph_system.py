@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 import rclpy
@@ -69,7 +70,8 @@ def test_matching_bowls_episode_with_embedded_llm(sim_graph) -> None:  # type: i
     sup, log, transcripts = sim_graph
     events = []
     result, objects = run_episode("Put the blocks in their matching bowls.", timeout_s=600.0,
-                                  print_event=events.append)
+                                  print_event=events.append,
+                                  goal_options={"objects": ["brown block", " cyan block", "brown block", ""]})
     text = "\n".join(e.text for e in result.transcript)
     assert result.success, f"{result.reason}\n{text}\n{log.text()[-4000:]}"
     assert matching_bowls_done(world_states(objects)), text
@@ -85,8 +87,36 @@ def test_matching_bowls_episode_with_embedded_llm(sim_graph) -> None:  # type: i
     # the transcript was persisted as JSONL with an end record
     records = [json.loads(line) for line in open(result.transcript_path, encoding="utf-8")]
     assert records[0]["record"] == "header" and records[-1]["record"] == "end"
+    # the goal's object names went to perception (latched), once each, and into the header
+    assert records[0]["objects"] == ["brown block", "cyan block"]
+    queries = _latched_queries()
+    assert list(queries.names) == ["brown block", "cyan block"]
+    assert queries.episode_id == records[0]["episode_id"]
     assert [r["text"] for r in records if r["record"] == "event"] == lines
     assert not sup.dead()
+
+
+def _latched_queries() -> Any:
+    from rclpy.executors import SingleThreadedExecutor
+
+    from monologue_common.qos import LATCHED
+    from monologue_interfaces.msg import DetectionQueries
+
+    rclpy.init()
+    node = rclpy.create_node("queries_probe")
+    got: list[Any] = []
+    node.create_subscription(DetectionQueries, "perception/queries", got.append, LATCHED)
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    try:
+        deadline = time.monotonic() + 20
+        while not got and time.monotonic() < deadline:
+            ex.spin_once(timeout_sec=0.1)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+    assert got, "nothing on perception/queries"
+    return got[-1]
 
 
 def test_post_task_question_answered_without_moving(sim_graph) -> None:  # type: ignore[no-untyped-def]

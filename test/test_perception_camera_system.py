@@ -65,7 +65,7 @@ def test_camera_mode_grounds_objects_and_tracks_occlusion(perception: subprocess
     from visualization_msgs.msg import MarkerArray
 
     from monologue_common.qos import LATCHED
-    from monologue_interfaces.msg import SceneDescription, SceneObject
+    from monologue_interfaces.msg import DetectionQueries, SceneDescription, SceneObject
     from monologue_interfaces.srv import DescribeScene
 
     rclpy.init()
@@ -175,6 +175,18 @@ def test_camera_mode_grounds_objects_and_tracks_occlusion(perception: subprocess
         assert diags, "no diagnostics published"
         keys = {kv.key for kv in diags[-1].status[0].values}
         assert {"decode_ms", "detect_ms", "depth_ms", "open3d_ms", "publish_ms"} <= keys
+
+        # a new episode names its objects: perception looks only for those, with a fresh memory
+        # (the occluded red block is forgotten); empty names: back to the configured candidates
+        queries = node.create_publisher(DetectionQueries, "perception/queries", LATCHED)
+        queries.publish(DetectionQueries(episode_id="e1", names=["green block", "blue block"]))
+        s3 = describe_until(lambda sc: {o.name for o in sc.objects if o.category != "location"}
+                            == {"green block", "blue block"}, 30)
+        assert all(o.visible for o in s3.objects if o.category != "location")
+        queries.publish(DetectionQueries(episode_id="e2", names=[]))
+        frame_now[0] = scenes["before"]
+        describe_until(lambda sc: {o.name for o in sc.objects if o.category == "block"}
+                       == {"red block", "green block", "blue block"}, 30)
     finally:
         node.destroy_node()
         rclpy.shutdown()

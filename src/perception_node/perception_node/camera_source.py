@@ -28,7 +28,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from monologue_common.qos import LATCHED
-from monologue_interfaces.msg import SceneDescription
+from monologue_interfaces.msg import DetectionQueries, SceneDescription
 from monologue_interfaces.msg import SceneObject as SceneObjectMsg
 
 from .core.detectors import DETECTORS, DetectorConfig, GroundTruthObject, make_detector
@@ -92,6 +92,10 @@ class CameraSource:
         node.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos, callback_group=group)
         node.create_subscription(CameraInfo, p["info_topic"], self._on_info, sensor_qos, callback_group=group)
         node.create_subscription(SceneDescription, p["ground_truth_topic"], self._on_gt, LATCHED,
+                                 callback_group=group)
+        self._queries: list[str] = []  # the running task's object names (planner), else []
+        self._query_generation = 0
+        node.create_subscription(DetectionQueries, "perception/queries", self._on_queries, LATCHED,
                                  callback_group=group)
         if TFMessage is not None:
             # Best effort: a reliable reader holds every later sample back until a lost one is
@@ -165,6 +169,17 @@ class CameraSource:
         with self._lock:
             self._gt = msg
 
+    def _on_queries(self, msg: DetectionQueries) -> None:
+        """A new episode: look for its objects (none named: the configured candidates) and start a
+        fresh object memory, as IM's memory belongs to one episode."""
+        names = list(dict.fromkeys(n.strip() for n in msg.names if n.strip()))
+        with self._lock:
+            self._queries = names
+            self._query_generation += 1
+            self.memory.reset()
+        self.node.get_logger().info(
+            f"episode {msg.episode_id}: detecting {names if names else 'the configured candidates'}")
+
     def _on_tf(self, msg: Any, static: bool) -> None:
         with self._lock:
             for t in msg.transforms:
@@ -228,13 +243,20 @@ class CameraSource:
         truth = [GroundTruthObject(o.name, o.category, (o.pose.pose.position.x, o.pose.pose.position.y,
                                                         o.pose.pose.position.z), (o.size.x, o.size.y, o.size.z))
                  for o in (gt.objects if gt is not None else []) if o.category != "location"]
-        candidates = self.p["candidates"] or [o.name for o in truth]
+        with self._lock:
+            queries, generation = list(self._queries), self._query_generation
+        candidates = queries or self.p["candidates"] or [o.name for o in truth]
         if not candidates:
-            raise ValueError("no candidate object names (parameter candidates, or a ground-truth topic)")
+            raise ValueError("no candidate object names (the planner's goal objects, parameter candidates, "
+                             "or a ground-truth topic)")
         frame = Frame(rgb, d, k, pose, _stamp(color))
         result = self.pipeline.process(frame, candidates, truth, decode_s)
-        objects = self.memory.update(list(result.objects), _stamp(color),
-                                     in_view=lambda o: in_view(o.position, k, pose, self.p["memory.view_margin"]))
+        with self._lock:
+            if generation != self._query_generation:
+                return  # a new episode's queries came in while this frame was processed
+            objects = self.memory.update(
+                list(result.objects), _stamp(color),
+                in_view=lambda o: in_view(o.position, k, pose, self.p["memory.view_margin"]))
         t1 = time.perf_counter()
         out = self._scene_msg(color, objects, gt)
         self._publish(out)

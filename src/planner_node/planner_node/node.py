@@ -14,10 +14,10 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
-from monologue_common.qos import TRANSCRIPT
+from monologue_common.qos import LATCHED, TRANSCRIPT
 from monologue_common.runtime import run_node, to_time
 from monologue_interfaces.action import ExecuteInstruction
-from monologue_interfaces.msg import HumanInput, SkillScore, StepScores, TranscriptEvent
+from monologue_interfaces.msg import DetectionQueries, HumanInput, SkillScore, StepScores, TranscriptEvent
 
 from .core.llm.base import LLMBackend
 from .core.llm.factory import make_backend
@@ -91,6 +91,7 @@ class PlannerNode(Node):
 
         self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT)
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
+        self._queries_pub = self.create_publisher(DetectionQueries, "perception/queries", LATCHED)
         self._busy = threading.Lock()
         self.inbox = HumanInbox(RosHumanAsker(self, ports, svc_t))
         self._last: tuple[InnerMonologue, Transcript] | None = None
@@ -213,18 +214,24 @@ class PlannerNode(Node):
             return ExecuteInstruction.Result(success=False, error_code=ExecuteInstruction.Result.INVALID_GOAL,
                                              reason=str(e))
         instruction = g.instruction
+        objects = list(dict.fromkeys(o.strip() for o in g.objects if o.strip()))  # unique, in order
         tlog = logging.getLogger("planner.transcript")
         if stored is not None:
             transcript = Transcript.reopen(stored, logger=tlog)
             episode_id, path = transcript.episode_id, stored.path
             instruction = instruction or str(stored.header.get("instruction", ""))
+            objects = objects or [str(o) for o in stored.header.get("objects", [])]
         else:
             episode_id = new_episode_id()
             path = self.transcript_dir / f"{episode_id}.jsonl"
             transcript = Transcript(episode_id, path, header={
                 "instruction": g.instruction, "strategy": strategy, "prompt_profile": profile.name,
-                "options": options.__dict__, "llm": self.llm.name,
+                "options": options.__dict__, "llm": self.llm.name, "objects": objects,
             }, logger=tlog)
+        # Perception looks for this task's objects (or, with none named, its configured candidates).
+        queries = DetectionQueries(episode_id=episode_id, names=objects)
+        queries.header.stamp = self.get_clock().now().to_msg()
+        self._queries_pub.publish(queries)
 
         def publish(event: Event) -> None:
             msg = event_to_msg(event)
