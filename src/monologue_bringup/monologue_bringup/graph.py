@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
 
 from monologue_bag.core.layout import CASSETTE_FILE, TRANSCRIPTS_DIR
 
@@ -98,6 +99,24 @@ def record_params(bag_dir: Path, mode: str = LIVE, **custom: str) -> dict[str, d
     if mode == LIVE:
         params["planner"].update({"llm.cassette_mode": "record", "llm.cassette_path": str(bag_dir / CASSETTE_FILE)})
     return params
+
+
+# Nodes whose parameter overrides a recorded run keeps in the bag (custom_data), so that a replay
+# perceives and judges the same way (e.g. perception from the camera, the tabletop success rule).
+REPLAYED_PARAMS = ("perception", "success_detector")
+PARAMS_KEY = "monologue.params."
+
+
+def params_custom_data(node_params: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """custom_data entries for the overrides of the REPLAYED_PARAMS nodes (url-encoded)."""
+    return {f"{PARAMS_KEY}{n}": urlencode(sorted(node_params[n].items()))
+            for n in REPLAYED_PARAMS if node_params.get(n)}
+
+
+def params_from_custom_data(custom: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The node parameter overrides a bag was recorded with (see params_custom_data)."""
+    return {k[len(PARAMS_KEY):]: dict(parse_qsl(v, keep_blank_values=True))
+            for k, v in custom.items() if k.startswith(PARAMS_KEY) and k[len(PARAMS_KEY):] in REPLAYED_PARAMS}
 
 
 def default_config_dir() -> Path:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .graph import REPLAY, parse_launch_args
+from .graph import params_from_custom_data
 from .up import Supervisor, parse_node_params
 
 
@@ -100,6 +101,7 @@ def replay(
         with Bag(bag_dir) as bag:
             recording = read_recording(bag, logging.getLogger("replay"))
             cassette = bag.cassette_path
+            recorded_params = params_from_custom_data(bag.custom_data)
     except (BagError, ValueError) as e:
         say(f"== cannot replay {bag_dir}: {e}")
         return 2
@@ -124,6 +126,10 @@ def replay(
         else:
             record.mkdir(parents=True, exist_ok=True)
             shutil.copy2(cassette, record / cassette.name)  # a recorded replay can be replayed too
+        for node, values in recorded_params.items():  # perceive and judge as the recorded run did
+            params.setdefault(node, {}).update(values)
+        if recorded_params:
+            say(f"== recorded parameters: {recorded_params}")
         for node, values in (node_params or {}).items():
             params.setdefault(node, {}).update(values)
         sup = Supervisor(robot, llm, config_dir, params, sink=sink, log_level=log_level, mode=REPLAY,

@@ -29,6 +29,7 @@ from .graph import (
     all_nodes,
     default_config_dir,
     graph_for,
+    params_custom_data,
     parse_launch_args,
     record_params,
     ros_args,
@@ -76,8 +77,9 @@ class Supervisor:
         self.record = record
         self.node_params: dict[str, dict[str, str]] = {}
         if record is not None:
-            self.node_params = record_params(record, mode, **{"monologue.robot": robot, "monologue.llm": llm,
-                                                              "monologue.mode": mode})
+            custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": mode,
+                      **params_custom_data(node_params or {})}
+            self.node_params = record_params(record, mode, **custom)
         for k, v in (node_params or {}).items():
             self.node_params.setdefault(k, {}).update(v)
         self.env = dict(os.environ if env is None else env)

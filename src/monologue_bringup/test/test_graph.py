@@ -153,3 +153,15 @@ def test_rviz_layout_shows_camera_tf_detections_scene_and_transcript() -> None:
     assert manager["Global Options"]["Fixed Frame"] == viz["frame_id"]
     recorded = yaml.safe_load((CONFIG / "monologue.yaml").read_text())["recorder"]["ros__parameters"]["topics"]
     assert markers <= set(recorded)  # what RViz shows is in every bag too
+
+
+def test_perception_and_success_parameters_travel_in_the_bag() -> None:
+    from monologue_bringup.graph import params_custom_data, params_from_custom_data
+
+    params = {"perception": {"source": "camera", "candidates": "[red block, blue bowl]", "refresh_timeout": "8.0"},
+              "success_detector": {"strategy": "tabletop"}, "planner": {"transcript_dir": "/tmp/x"}}
+    custom = params_custom_data(params)
+    assert set(custom) == {"monologue.params.perception", "monologue.params.success_detector"}
+    assert all(c not in v for v in custom.values() for c in ' ,"[]')  # safe inside custom_data's string list
+    assert params_from_custom_data({**custom, "monologue.robot": "sim"}) == {
+        "perception": params["perception"], "success_detector": params["success_detector"]}

@@ -43,7 +43,7 @@ class SuccessDetectorNode(Node):
              "stack_tolerance_m": float(self.get_parameter("stack_tolerance").value),
              "sort_tolerance_m": float(self.get_parameter("sort_tolerance").value)},
         )
-        # Recent scene descriptions (stamp s, message), for the scene at a skill's start.
+        # Recent scene descriptions (arrival time s, message), for the scene at a skill's start.
         self._history: deque[tuple[float, SceneDescription]] = deque(maxlen=200)
         self._history_lock = threading.Lock()
         self._timeout = float(self.get_parameter("scene_timeout").value)
@@ -57,11 +57,14 @@ class SuccessDetectorNode(Node):
         self.get_logger().info(f"success detector: {self._detector.name}")
 
     def _on_scene(self, msg: SceneDescription) -> None:
+        # Keyed by arrival on this node's clock, the clock the planner stamps skill_start with: a
+        # replayed bag's descriptions keep their recorded stamps, which say nothing about when the
+        # replayed skill started.
         with self._history_lock:
-            self._history.append((from_time(msg.header.stamp), msg))
+            self._history.append((from_time(self.get_clock().now().to_msg()), msg))
 
     def _scene_at(self, t: float) -> SceneDescription | None:
-        """The newest scene description observed at or before time t (s)."""
+        """The newest scene description received at or before time t (s, this node's clock)."""
         with self._history_lock:
             older = [m for s, m in self._history if s <= t]
         return older[-1] if older else None
