@@ -30,8 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .graph import REPLAY, parse_launch_args
-from .graph import params_from_custom_data
+from .graph import REPLAY, params_from_custom_data, parse_launch_args
 from .up import Supervisor, parse_node_params
 
 
