@@ -2,50 +2,19 @@
 the detectors load them through the same `from_pretrained(local dir)` path as real weights."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from perception_node.core.tiny_models import bytes_to_unicode as _bytes_to_unicode
+from perception_node.core.tiny_models import clip_configs as _clip_configs
+from perception_node.core.tiny_models import clip_tokenizer as _clip_tokenizer
+from perception_node.core.tiny_models import tiny_clip
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 WORDS = ["red", "green", "blue", "yellow", "block", "bowl", "plate", "the", "a", "photo", "of", "."]
-
-
-def _bytes_to_unicode() -> list[str]:
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for c in cs]
-
-
-def _clip_tokenizer(tf: Any, d: Path, max_length: int = 16) -> tuple[Any, int]:
-    """A byte-level BPE CLIP tokenizer with no merges (every character is a token)."""
-    chars = _bytes_to_unicode()
-    vocab: dict[str, int] = {}
-    for suffix in ("", "</w>"):
-        for c in chars:
-            vocab[c + suffix] = len(vocab)
-    vocab["<|startoftext|>"] = len(vocab)
-    vocab["<|endoftext|>"] = len(vocab)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "vocab.json").write_text(json.dumps(vocab))
-    (d / "merges.txt").write_text("#version: 0.2\n")
-    # model_max_length as in the real tokenizers: 16 for OWL-ViT, 77 for CLIP.
-    return tf.CLIPTokenizer(str(d / "vocab.json"), str(d / "merges.txt"), model_max_length=max_length), len(vocab)
-
-
-def _clip_configs(v: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    text = dict(vocab_size=v, hidden_size=32, intermediate_size=37, num_hidden_layers=1, num_attention_heads=4,
-                max_position_embeddings=16, bos_token_id=v - 2, eos_token_id=v - 1, pad_token_id=v - 1)
-    vision = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=1, num_attention_heads=4,
-                  image_size=64, patch_size=16)
-    return text, vision
 
 
 def _zero_box_head(model: Any) -> Any:
@@ -87,16 +56,7 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tf.Owlv2Processor(image_processor=tf.Owlv2ImageProcessorPil(size=size64), tokenizer=tok).save_pretrained(d)
     out["owlv2"] = d
 
-    d = root / "clip"
-    tok, v = _clip_tokenizer(tf, d, max_length=77)
-    text, vision = _clip_configs(v)
-    text["max_position_embeddings"] = 77
-    vision["image_size"] = 32
-    tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=vision, projection_dim=32)).save_pretrained(d)
-    tf.CLIPProcessor(image_processor=tf.CLIPImageProcessorPil(size={"shortest_edge": 32},
-                                                                crop_size={"height": 32, "width": 32}),
-                     tokenizer=tok).save_pretrained(d)
-    out["clip"] = d
+    out["clip"] = tiny_clip(root / "clip", seed=None)  # continues the generator seeded above
 
     d = root / "grounding_dino"
     d.mkdir()

@@ -20,7 +20,8 @@ from monologue_interfaces.action import ExecuteInstruction
 from monologue_interfaces.msg import DetectionQueries, HumanInput, SkillScore, StepScores, TranscriptEvent
 
 from .core.llm.base import LLMBackend
-from .core.llm.factory import make_backend
+from .core.llm.factory import NODE_PARAMS as LLM_KEYS
+from .core.llm.factory import make_backend_from_params
 from .core.monologue import STOP_PHRASES, EpisodeOptions, InnerMonologue, StepRecord
 from .core.prompts import load_profile
 from .core.transcript import Event, StoredEpisode, Transcript, find_interrupted, new_episode_id
@@ -29,12 +30,6 @@ from .ros_ports import RosHumanAsker, RosRobotStatus, RosScenePort, RosSkillsPor
 # inner_monologue: IM loop, the LLM scores admissible lines; inner_monologue_generative: the LLM writes
 # each line (IM's sim and real-tabletop mode); saycan: scoring x affordance, no feedback in the prompt.
 STRATEGIES = ("inner_monologue", "inner_monologue_generative", "saycan")
-LLM_KEYS = {
-    "backend": "llama_cpp", "model_path": "", "n_ctx": 4096, "n_threads": 0, "seed": 0,
-    "base_url": "http://127.0.0.1:8080/v1", "model": "gemma-3-270m", "api_key_env": "OPENAI_API_KEY",
-    "timeout_s": 60.0, "max_retries": 3, "backoff_s": 1.0, "generation_api": "completions",
-    "scoring": "echo_logprobs", "cassette_path": "", "cassette_mode": "off",
-}
 
 
 class PlannerNode(Node):
@@ -76,10 +71,8 @@ class PlannerNode(Node):
                 f"with resume_episode={ep.header.get('episode_id', ep.path.stem)!r} (or 'latest') to continue it")
 
         llm_cfg = {k: self._p(f"llm.{k}") for k in LLM_KEYS}
-        if llm_cfg["n_threads"] == 0:  # all cores (llama-cpp-python's own default is half of them)
-            llm_cfg["n_threads"] = os.cpu_count() or 1
         self.get_logger().info(f"LLM backend {llm_cfg['backend']} loading ...")
-        self.llm: LLMBackend = make_backend(llm_cfg, logging.getLogger("planner.llm"))
+        self.llm: LLMBackend = make_backend_from_params(llm_cfg, logging.getLogger("planner.llm"))
         self.get_logger().info(f"LLM backend {self.llm.name} ready; prompt profile {self.profile.name}")
 
         ports = ReentrantCallbackGroup()

@@ -1,23 +1,35 @@
 """success_detector_node: serves DetectSuccess from the perception scene (rclpy adapter only).
 
-Strategies (parameter `strategy`): sim_geometric, tabletop (IM real-tabletop 3 cm / 10 cm rule; the
-intended place point comes from the latched scene/description at the skill's start). The clip and
-llm_judge strategies exist in core/detectors.py; they need images / an LLM backend not wired here.
+Strategies (parameter `strategy`, see core/detectors.py): sim_geometric, tabletop (IM real-tabletop
+3 cm / 10 cm rule; the intended place point comes from the latched scene/description at the skill's
+start), clip (CLIP score before/after on camera images from `clip.image_topic`, model `clip.model_path`)
+and llm_judge (an LLM backend built from the `llm.*` parameters, the planner's names and defaults).
 """
 from __future__ import annotations
 
-import threading
-from collections import deque
+import logging
+import math
+from dataclasses import replace
+from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image
 
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, from_time, run_node, wait_future
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
+from perception_node.core.pipeline import decode_color
+from planner_node.core.llm.base import LLMBackend
+from planner_node.core.llm.factory import NODE_PARAMS as LLM_PARAMS
+from planner_node.core.llm.factory import make_backend_from_params
 
-from .core.detectors import Context, SceneEntry, make_detector
+from .core.detectors import STRATEGIES, Context, ImageTextScorer, SceneEntry, make_detector
+from .core.history import StampedHistory
 
 
 def _entries(scene: SceneDescription) -> dict[str, SceneEntry]:
@@ -32,50 +44,127 @@ def _entries(scene: SceneDescription) -> dict[str, SceneEntry]:
 class SuccessDetectorNode(Node):
     def __init__(self) -> None:
         super().__init__("success_detector")
-        self.declare_parameter("strategy", "sim_geometric")
-        self.declare_parameter("xy_tolerance", 0.04)  # m
-        self.declare_parameter("scene_timeout", 5.0)  # s
-        self.declare_parameter("stack_tolerance", 0.03)  # m, tabletop: stacking onto a block
-        self.declare_parameter("sort_tolerance", 0.10)  # m, tabletop: into a plate/bowl/location
-        self._detector = make_detector(
-            str(self.get_parameter("strategy").value),
-            {"xy_tolerance_m": float(self.get_parameter("xy_tolerance").value),
-             "stack_tolerance_m": float(self.get_parameter("stack_tolerance").value),
-             "sort_tolerance_m": float(self.get_parameter("sort_tolerance").value)},
-        )
-        # Recent scene descriptions (arrival time s, message), for the scene at a skill's start.
-        self._history: deque[tuple[float, SceneDescription]] = deque(maxlen=200)
-        self._history_lock = threading.Lock()
-        self._timeout = float(self.get_parameter("scene_timeout").value)
+        d = self.declare_parameter
+        d("strategy", "sim_geometric")
+        d("xy_tolerance", 0.04)  # m
+        d("scene_timeout", 5.0)  # s, describe_scene and (clip) a fresh camera image
+        d("stack_tolerance", 0.03)  # m, tabletop: stacking onto a block
+        d("sort_tolerance", 0.10)  # m, tabletop: into a plate/bowl/location
+        d("clip.model_path", "")  # local transformers CLIP directory (nothing is downloaded)
+        d("clip.threshold", 0.5)  # CLIP logit units the score must rise by
+        d("clip.image_topic", "camera/color/image_raw")  # rgb8/bgr8 sensor_msgs/Image
+        d("clip.buffer_size", 60)  # images kept for the image at a skill's start
+        d("clip.buffer_period", 1.0)  # s between kept images (the newest is always kept)
+        for k, v in LLM_PARAMS.items():
+            d(f"llm.{k}", v)
+
+        strategy = str(self._p("strategy"))
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
+        self._timeout = float(self._p("scene_timeout"))
         if self._timeout <= 0:
             raise ValueError("scene_timeout must be > 0 s")
+        self._scorer: ImageTextScorer | None = None
+        self._llm: LLMBackend | None = None
+        if strategy == "clip":
+            self._scorer = self._make_scorer()
+        if strategy == "llm_judge":
+            cfg = {k: self._p(f"llm.{k}") for k in LLM_PARAMS}
+            self.get_logger().info(f"LLM backend {cfg['backend']} loading ...")
+            self._llm = make_backend_from_params(cfg, logging.getLogger("success_detector.llm"))
+        self._detector = make_detector(
+            strategy,
+            {"xy_tolerance_m": float(self._p("xy_tolerance")),
+             "stack_tolerance_m": float(self._p("stack_tolerance")),
+             "sort_tolerance_m": float(self._p("sort_tolerance")),
+             "clip_threshold": float(self._p("clip.threshold"))},
+            scorer=self._scorer, llm=self._llm,
+        )
+        # Recent scene descriptions, for the scene at a skill's start.
+        self._scenes: StampedHistory[SceneDescription] = StampedHistory(200)
         group = ReentrantCallbackGroup()
         self._scene = self.create_client(DescribeScene, "describe_scene", callback_group=group)
         self._srv = self.create_service(DetectSuccess, "detect_success", self._detect, callback_group=group)
         self._scene_sub = self.create_subscription(SceneDescription, "scene/description", self._on_scene, LATCHED,
                                                    callback_group=group)
+        self._images: StampedHistory[Image] | None = None
+        if self._scorer is not None:
+            self._images = StampedHistory(int(self._p("clip.buffer_size")), float(self._p("clip.buffer_period")))
+            self._image_topic = str(self._p("clip.image_topic"))
+            # As perception's camera source: reliable, shallow (the camera publishes reliable).
+            self._image_sub = self.create_subscription(Image, self._image_topic, self._on_image,
+                                                       QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE),
+                                                       callback_group=group)
         self.get_logger().info(f"success detector: {self._detector.name}")
 
-    def _on_scene(self, msg: SceneDescription) -> None:
-        # Keyed by arrival on this node's clock, the clock the planner stamps skill_start with: a
-        # replayed bag's descriptions keep their recorded stamps, which say nothing about when the
-        # replayed skill started.
-        with self._history_lock:
-            self._history.append((from_time(self.get_clock().now().to_msg()), msg))
+    def _p(self, name: str) -> Any:
+        return self.get_parameter(name).value
 
-    def _scene_at(self, t: float) -> SceneDescription | None:
-        """The newest scene description received at or before time t (s, this node's clock)."""
-        with self._history_lock:
-            older = [m for s, m in self._history if s <= t]
-        return older[-1] if older else None
+    def _make_scorer(self) -> ImageTextScorer:
+        from perception_node.core.detectors import ClipScorer
+
+        for k in ("clip.threshold", "clip.buffer_period"):
+            if not math.isfinite(float(self._p(k))):
+                raise ValueError(f"{k} must be a finite number, got {self._p(k)}")
+        if float(self._p("clip.buffer_period")) < 0 or int(self._p("clip.buffer_size")) < 1:
+            raise ValueError("clip.buffer_period must be >= 0 s and clip.buffer_size >= 1")
+        if not str(self._p("clip.image_topic")):
+            raise ValueError("clip.image_topic must name the colour image topic")
+        self.get_logger().info(f"CLIP loading from {self._p('clip.model_path')!r} ...")
+        # No downloads: clip.model_path must be a local transformers CLIP directory.
+        return ClipScorer(str(self._p("clip.model_path")), allow_download=False,
+                          logger=logging.getLogger("success_detector.clip"))
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # Scenes and images are keyed by arrival on this node's clock, the clock the planner stamps
+    # skill_start with and the request arrives on: a replayed bag's messages keep their recorded
+    # stamps, which say nothing about when the replayed skill started, and a camera clock need not be
+    # synchronised with ours.
+    def _on_scene(self, msg: SceneDescription) -> None:
+        self._scenes.add(self._now(), msg)
+
+    def _on_image(self, msg: Image) -> None:
+        assert self._images is not None
+        self._images.add(self._now(), msg)
+
+    def _fail(self, res: DetectSuccess.Response, why: str) -> DetectSuccess.Response:
+        res.success, res.confidence, res.explanation = False, 0.0, why
+        self.get_logger().error(why)
+        return res
+
+    def _camera_images(self, skill_start: float, arrived: float) -> tuple[list[NDArray[np.uint8]] | None, str]:
+        """RGB images [received at or before `skill_start`, fresh: received after `arrived`] (waiting up to
+        scene_timeout from `arrived` for the fresh one), or None and why not."""
+        assert self._images is not None
+        before = self._images.at_or_before(skill_start)
+        if before is None:
+            span = self._images.span()
+            held = "none received" if span is None else f"the oldest kept is {span[0] - skill_start:.1f} s after it"
+            return None, (f"no camera image on {self._image_topic} from before the skill's start at "
+                          f"t={skill_start:.2f} s ({held})")
+        left = self._timeout - (self._now() - arrived)
+        after = self._images.wait_after(arrived, max(0.0, left))
+        if after is None:
+            span = self._images.span()
+            newest = "none received" if span is None else f"the newest is {arrived - span[1]:.1f} s older"
+            return None, (f"no fresh camera image on {self._image_topic} within scene_timeout "
+                          f"{self._timeout:.1f} s of the request ({newest})")
+        try:
+            images = [decode_color(bytes(m.data), m.width, m.height, m.encoding, m.step)
+                      for m in (before[1], after[1])]
+        except ValueError as e:
+            return None, f"cannot decode the camera image: {e}"
+        self.get_logger().info(f"CLIP images received {before[0] - skill_start:+.2f} s from the skill's start "
+                               f"and {after[0] - arrived:+.2f} s from the request")
+        return images, ""
 
     def _detect(self, req: DetectSuccess.Request, res: DetectSuccess.Response) -> DetectSuccess.Response:
+        arrived = self._now()
         res.detector = self._detector.name
         if not self._scene.wait_for_service(timeout_sec=self._timeout):
-            res.success, res.confidence = False, 0.0
-            res.explanation = f"describe_scene unavailable after {self._timeout:.1f} s"
-            self.get_logger().error(res.explanation)
-            return res
+            return self._fail(res, f"describe_scene unavailable after {self._timeout:.1f} s")
         try:
             answer = wait_future(self._scene.call_async(DescribeScene.Request(refresh=True)), self._timeout,
                                  "describe_scene")
@@ -84,19 +173,29 @@ class SuccessDetectorNode(Node):
         else:
             why = answer.message
         if answer is None or not answer.success:
-            res.success, res.confidence = False, 0.0
-            res.explanation = f"no scene description: {why}"
-            self.get_logger().error(res.explanation)
-            return res
+            return self._fail(res, f"no scene description: {why}")
         scene = answer.scene
-        before = self._scene_at(from_time(req.skill_start))
-        context = Context(before=_entries(before) if before is not None else None,
+        skill_start = from_time(req.skill_start)
+        before = self._scenes.at_or_before(skill_start)
+        context = Context(before=_entries(before[1]) if before is not None else None,
                           held=tuple(scene.held_objects))
+        if self._images is not None:
+            images, why = self._camera_images(skill_start, arrived)
+            if images is None:
+                return self._fail(res, why)
+            context = replace(context, image_before=images[0], image_after=images[1])
         verdict = self._detector.detect(req.skill, list(req.args), _entries(scene), context)
         res.success, res.confidence, res.explanation = verdict.success, float(verdict.confidence), verdict.explanation
         self.get_logger().info(f"{req.skill}({', '.join(req.args)}): {verdict.success} ({verdict.explanation})")
         return res
 
+    def destroy_node(self) -> None:
+        try:
+            if self._llm is not None:
+                self._llm.close()
+        finally:
+            super().destroy_node()
+
 
 def main(args: list[str] | None = None) -> None:
-    run_node(SuccessDetectorNode, threads=3, args=args)
+    run_node(SuccessDetectorNode, threads=4, args=args)

@@ -2,12 +2,20 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from planner_node.core.llm.base import (
+    CandidateScore,
+    LLMUnavailableError,
+    ScoreResult,
+    ScoringUnsupportedError,
+)
 from success_detector_node.core.detectors import (
     ClipBeforeAfterDetector,
     Context,
@@ -99,28 +107,26 @@ def test_clip_before_after_rise_against_threshold() -> None:
     assert not det.detect("pick_place", ["red block", "blue bowl"], bowl).success   # no images
 
 
-def test_clip_detector_runs_on_a_real_clip_model_dir(tmp_path: object) -> None:
+class BrokenScorer:
+    def score(self, image: np.ndarray, texts: Sequence[str]) -> list[float]:
+        raise RuntimeError("CUDA out of memory")
+
+
+def test_clip_scorer_error_is_a_failed_verdict() -> None:
+    img = np.zeros((8, 8, 3), np.uint8)
+    v = ClipBeforeAfterDetector(BrokenScorer()).detect("pick_place", ["red block", "blue bowl"], {},
+                                                       Context(image_before=img, image_after=img))
+    assert not v.success and v.confidence == 0.0 and "CLIP scoring failed" in v.explanation
+    assert "out of memory" in v.explanation
+
+
+def test_clip_detector_runs_on_a_real_clip_model_dir(tmp_path: Path) -> None:
     """The CLIP strategy with perception_node's ClipScorer on a tiny random CLIP saved to disk."""
     pytest.importorskip("transformers")
-    import torch
-    import transformers as tf
-
     from perception_node.core.detectors import ClipScorer
+    from perception_node.core.tiny_models import tiny_clip
 
-    d = tmp_path / "clip"  # type: ignore[operator]
-    d.mkdir()
-    (d / "vocab.json").write_text('{"a</w>": 0, "b</w>": 1, "a": 2, "b": 3, "<|startoftext|>": 4, "<|endoftext|>": 5}')
-    (d / "merges.txt").write_text("#version: 0.2\n")
-    tok = tf.CLIPTokenizer(str(d / "vocab.json"), str(d / "merges.txt"), model_max_length=77)
-    torch.manual_seed(0)
-    text = dict(vocab_size=6, hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
-                max_position_embeddings=77, bos_token_id=4, eos_token_id=5, pad_token_id=5)
-    vision = dict(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
-                  image_size=32, patch_size=16)
-    tf.CLIPModel(tf.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)).save_pretrained(d)
-    tf.CLIPProcessor(image_processor=tf.CLIPImageProcessorPil(size={"shortest_edge": 32},
-                                                                crop_size={"height": 32, "width": 32}),
-                     tokenizer=tok).save_pretrained(d)
+    d = tiny_clip(tmp_path / "clip")
     det = make_detector("clip", {"clip_threshold": -1e9}, scorer=ClipScorer(str(d)))
     img = np.zeros((480, 640, 3), np.uint8)
     v = det.detect("pick_place", ["a", "b"], {}, Context(image_before=img, image_after=img))
@@ -146,12 +152,13 @@ class ScriptedLlm:
         return _Gen(a)
 
 
-def test_llm_judge_parses_yes_no_and_survives_errors() -> None:
+def test_llm_judge_generates_with_a_backend_that_cannot_score() -> None:
     llm = ScriptedLlm([" Yes, it is.", " no", " maybe", "raise"])
     det = LlmJudgeDetector(llm)
     after = scene(SceneEntry("red block", "block", (0.5, 0.1, 0.06)), BLUE)
     ctx = Context(before=scene(SceneEntry("red block", "block", (0.3, 0.0, 0.02)), BLUE))
-    assert det.detect("pick_place", ["red block", "blue block"], after, ctx).success
+    v = det.detect("pick_place", ["red block", "blue block"], after, ctx)
+    assert v.success and v.confidence == 0.7 and v.explanation == "LLM judge answered yes (generated)"
     assert "place it on the blue block" in llm.prompts[0] and "x=0.30 m" in llm.prompts[0]
     assert not det.detect("pick_place", ["red block", "blue block"], after, ctx).success
     v = det.detect("pick_place", ["red block", "blue block"], after, ctx)
@@ -160,11 +167,60 @@ def test_llm_judge_parses_yes_no_and_survives_errors() -> None:
     assert not v.success and "server down" in v.explanation
 
 
+class ScoringLlm(ScriptedLlm):
+    """Scores " yes"/" no" with given log-probs (None: ScoringUnsupportedError, an exception: raised)."""
+
+    def __init__(self, logprobs: list[tuple[float, float] | None | Exception], answers: Sequence[str] = ()) -> None:
+        super().__init__(list(answers))
+        self.logprobs, self.scored = logprobs, []
+
+    def score(self, prompt: str, candidates: Sequence[str]) -> ScoreResult:
+        self.scored.append((prompt, tuple(candidates)))
+        lp = self.logprobs.pop(0)
+        if lp is None:
+            raise ScoringUnsupportedError("no logprobs")
+        if isinstance(lp, Exception):
+            raise lp
+        return ScoreResult(tuple(CandidateScore(c, v, 1, (v,)) for c, v in zip(candidates, lp)), 10, 10, 0.01)
+
+
+def test_llm_judge_scores_yes_against_no_and_normalises_the_confidence() -> None:
+    llm = ScoringLlm([(math.log(0.6), math.log(0.2)), (math.log(0.1), math.log(0.3))])
+    det = LlmJudgeDetector(llm)
+    after = scene(SceneEntry("red block", "block", (0.5, 0.1, 0.06)), BLUE)
+    v = det.detect("pick_place", ["red block", "blue block"], after)
+    assert v.success and v.confidence == pytest.approx(0.75)
+    assert v.explanation == "LLM judge answered yes (scored: p(yes)=0.75, p(no)=0.25)"
+    assert llm.scored[0][1] == (" yes", " no") and llm.scored[0][0].endswith("Answer yes or no.\nAnswer:")
+    v = det.detect("pick_place", ["red block", "blue block"], after)
+    assert not v.success and v.confidence == pytest.approx(0.75) and "answered no" in v.explanation
+    assert llm.prompts == []   # never generated
+
+
+def test_llm_judge_falls_back_to_generation_once_scoring_is_unsupported() -> None:
+    llm = ScoringLlm([None], answers=[" no", " yes"])
+    det = LlmJudgeDetector(llm)
+    v = det.detect("pick_place", ["red block", "blue block"], scene(BLUE))
+    assert not v.success and v.explanation == "LLM judge answered no (generated)"
+    v = det.detect("pick_place", ["red block", "blue block"], scene(BLUE))
+    assert v.success and len(llm.scored) == 1 and len(llm.prompts) == 2   # scoring not retried
+
+
+def test_llm_judge_backend_errors_are_failed_verdicts() -> None:
+    llm = ScoringLlm([LLMUnavailableError("server down after 3 retries"), (0.0, 0.0)])
+    det = LlmJudgeDetector(llm)
+    v = det.detect("pick_place", ["red block", "blue block"], scene(BLUE))
+    assert not v.success and v.confidence == 0.0 and v.detector == "llm_judge"
+    assert v.explanation == "LLM judge failed: LLMUnavailableError: server down after 3 retries"
+    v = det.detect("pick_place", ["red block", "blue block"], scene(BLUE))   # still scoring; a tie is "no"
+    assert not v.success and v.confidence == pytest.approx(0.5) and "scored" in v.explanation
+
+
 @pytest.mark.llm
 @pytest.mark.slow
 def test_llm_judge_with_the_planner_llama_cpp_backend() -> None:
-    """The planner's real backend satisfies the TextGenerator Protocol and gives a parseable verdict
-    or a clear 'no yes/no answer' explanation."""
+    """The planner's real backend satisfies the CandidateScorer Protocol: the judge scores " yes"
+    against " no" (no free text to parse)."""
     pytest.importorskip("llama_cpp")
     from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
     from planner_node.core.llm.model_files import embedded_model_path
@@ -177,4 +233,6 @@ def test_llm_judge_with_the_planner_llama_cpp_backend() -> None:
     finally:
         backend.close()
     assert v.detector == "llm_judge"
-    assert v.explanation.startswith("LLM judge answered") or "no yes/no answer" in v.explanation
+    assert re.fullmatch(r"LLM judge answered (yes|no) \(scored: p\(yes\)=[01]\.\d\d, p\(no\)=[01]\.\d\d\)",
+                        v.explanation), v.explanation
+    assert 0.5 <= v.confidence <= 1.0

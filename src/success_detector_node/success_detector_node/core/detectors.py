@@ -9,10 +9,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 from numpy.typing import NDArray
+
+from planner_node.core.llm.base import ScoreResult, ScoringUnsupportedError, normalize_scores
 
 
 @dataclass(frozen=True)
@@ -170,8 +172,11 @@ class ClipBeforeAfterDetector:
             return Verdict(False, 0.0, "no camera images from before and after the skill", self.name)
         target = scene.get(pp[1])
         text = self.text(pp[0], pp[1], target.category if target is not None else "")
-        before = self.scorer.score(ctx.image_before, [text])[0]
-        after = self.scorer.score(ctx.image_after, [text])[0]
+        try:
+            before = self.scorer.score(ctx.image_before, [text])[0]
+            after = self.scorer.score(ctx.image_after, [text])[0]
+        except Exception as e:  # a model error must not crash the service: the verdict says why
+            return Verdict(False, 0.0, f"CLIP scoring failed: {type(e).__name__}: {e}", self.name)
         delta = after - self.threshold - before
         confidence = 1.0 / (1.0 + math.exp(-abs(delta)))
         return Verdict(delta > 0, confidence,
@@ -190,6 +195,13 @@ class TextGenerator(Protocol):
     def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64) -> GenerationLike: ...
 
 
+class CandidateScorer(TextGenerator, Protocol):
+    """A backend that can also score given continuations (planner_node's LLMBackend.score); it may
+    raise ScoringUnsupportedError, and the judge then generates."""
+
+    def score(self, prompt: str, candidates: Sequence[str]) -> ScoreResult: ...
+
+
 def _describe(scene: Mapping[str, SceneEntry]) -> str:
     rows = []
     for e in scene.values():
@@ -201,7 +213,15 @@ def _describe(scene: Mapping[str, SceneEntry]) -> str:
 
 class LlmJudgeDetector:
     """Asks a language model whether the action worked, from the scene before and after as text
-    (or, with a VLM backend, whatever its prompt carries). The answer must start with yes or no."""
+    (or, with a VLM backend, whatever its prompt carries).
+
+    With a backend that scores (`score(prompt, candidates)`), the answer is the better of " yes" and
+    " no" after the prompt and the confidence its probability normalised over the two: a small model
+    ranks fixed strings sensibly where its free text wanders. A backend without scoring (no `score`,
+    or it raises ScoringUnsupportedError) generates instead; the answer must then start with yes or
+    no, and the confidence is the fixed `confidence`. Any other backend error gives a failed verdict
+    that says why.
+    """
 
     name = "llm_judge"
     PROMPT = (
@@ -210,32 +230,56 @@ class LlmJudgeDetector:
         "Objects after the action:\n{after}\n"
         "Did the robot succeed? Answer yes or no.\nAnswer:"
     )
+    ANSWERS = (" yes", " no")
 
-    def __init__(self, llm: TextGenerator, max_tokens: int = 4, confidence: float = 0.7) -> None:
+    def __init__(self, llm: TextGenerator | CandidateScorer, max_tokens: int = 4, confidence: float = 0.7) -> None:
         self.llm, self.max_tokens, self.confidence = llm, max_tokens, confidence
+        self.scoring = callable(getattr(llm, "score", None))  # cleared when the backend says it cannot
 
-    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
-               context: Context | None = None) -> Verdict:
+    def prompt(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
+               context: Context | None = None) -> str:
         ctx = context or Context()
         action = (f"pick up the {args[0]} and place it on the {args[1]}"
                   if _pick_place_args(skill, args) else f"{skill}({', '.join(args)})")
-        prompt = self.PROMPT.format(action=action, before=_describe(ctx.before or {}), after=_describe(scene))
+        return self.PROMPT.format(action=action, before=_describe(ctx.before or {}), after=_describe(scene))
+
+    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
+               context: Context | None = None) -> Verdict:
+        prompt = self.prompt(skill, args, scene, context)
         try:
-            answer = self.llm.generate(prompt, stop=["\n"], max_tokens=self.max_tokens).text
+            if self.scoring:
+                try:
+                    return self._by_score(prompt)
+                except ScoringUnsupportedError:
+                    self.scoring = False
+            return self._by_generation(prompt)
         except Exception as e:  # a backend error must not crash the service: the verdict says why
-            return Verdict(False, 0.0, f"LLM judge failed: {e}", self.name)
+            return Verdict(False, 0.0, f"LLM judge failed: {type(e).__name__}: {e}", self.name)
+
+    def _by_score(self, prompt: str) -> Verdict:
+        result = cast(CandidateScorer, self.llm).score(prompt, self.ANSWERS)
+        if len(result.scores) != len(self.ANSWERS):
+            raise ValueError(f"the backend scored {len(result.scores)} candidates, expected {len(self.ANSWERS)}")
+        p_yes, p_no = normalize_scores(result.scores, "sum")
+        yes = p_yes > p_no
+        return Verdict(yes, max(p_yes, p_no),
+                       f"LLM judge answered {'yes' if yes else 'no'} (scored: p(yes)={p_yes:.2f}, p(no)={p_no:.2f})",
+                       self.name)
+
+    def _by_generation(self, prompt: str) -> Verdict:
+        answer = self.llm.generate(prompt, stop=["\n"], max_tokens=self.max_tokens).text
         m = re.match(r"\s*(yes|no)\b", answer, re.IGNORECASE)
         if m is None:
             return Verdict(False, 0.0, f"LLM judge gave no yes/no answer: {answer.strip()[:40]!r}", self.name)
-        return Verdict(m.group(1).lower() == "yes", self.confidence, f"LLM judge answered {m.group(1).lower()}",
-                       self.name)
+        word = m.group(1).lower()
+        return Verdict(word == "yes", self.confidence, f"LLM judge answered {word} (generated)", self.name)
 
 
 STRATEGIES = ("sim_geometric", "tabletop", "clip", "llm_judge")
 
 
 def make_detector(strategy: str, params: Mapping[str, float], scorer: ImageTextScorer | None = None,
-                  llm: TextGenerator | None = None) -> SuccessDetector:
+                  llm: TextGenerator | CandidateScorer | None = None) -> SuccessDetector:
     """Build a detector by name; raises ValueError on an unknown strategy or a missing collaborator."""
     if strategy == "sim_geometric":
         return SimGeometricDetector(float(params.get("xy_tolerance_m", 0.04)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,15 @@ _OPENAI: dict[str, tuple[tuple[type, ...], Any]] = {
     "scoring": ((str,), "echo_logprobs"),
 }
 ALL_KEYS: frozenset[str] = frozenset(_COMMON) | frozenset(_LLAMA) | frozenset(_OPENAI)
+
+# The `llm.<key>` ROS parameters of every node that builds a backend (planner, success_detector's
+# llm_judge) and their defaults; see make_backend_from_params.
+NODE_PARAMS: dict[str, Any] = {
+    "backend": "llama_cpp", "model_path": "", "n_ctx": 4096, "n_threads": 0, "seed": 0,
+    "base_url": "http://127.0.0.1:8080/v1", "model": "gemma-3-270m", "api_key_env": "OPENAI_API_KEY",
+    "timeout_s": 60.0, "max_retries": 3, "backoff_s": 1.0, "generation_api": "completions",
+    "scoring": "echo_logprobs", "cassette_path": "", "cassette_mode": "off",
+}
 
 
 def _get(cfg: Mapping[str, Any], key: str, spec: tuple[tuple[type, ...], Any]) -> Any:
@@ -143,3 +153,12 @@ def make_backend(
         assert inner is not None
         return inner
     return CassetteBackend(inner, Path(cassette_path), mode)
+
+
+def make_backend_from_params(params: Mapping[str, Any], logger: logging.Logger | None = None) -> LLMBackend:
+    """:func:`make_backend` for a node's ``llm.*`` parameter values (keys of :data:`NODE_PARAMS`):
+    ``n_threads`` 0 means all CPU cores (llama-cpp-python's own default is half of them)."""
+    cfg = dict(params)
+    if cfg.get("n_threads") == 0:
+        cfg["n_threads"] = os.cpu_count() or 1
+    return make_backend(cfg, logger)
