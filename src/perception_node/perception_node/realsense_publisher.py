@@ -5,6 +5,9 @@ CameraInfo, live from a device or from a recorded RealSense .bag file.
 pyrealsense2 is optional (`pip install pyrealsense2==2.59.1.11053`; it needs the libusb-1.0-0
 Debian package): it is imported when the node starts, with a clear error if it is missing.
 With no device, `pipeline.start()` would block for 15 s, so `query_devices()` is checked first.
+Frame timeouts are logged and retried; after an unplug the node waits for the device and restarts the
+pipeline; a bag played once (`loop: false`) shuts the node down (exit 0) when it ends.
+Tested against perception_node.testing.fake_pyrealsense2 (docs/perception.md), never a real camera.
 """
 from __future__ import annotations
 
@@ -13,10 +16,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from monologue_common.runtime import run_node
+from perception_node.core.realsense import CHANNELS, camera_info_fields, color_encoding, depth_units_to_mm
 
 
 def import_pyrealsense2() -> Any:
@@ -28,13 +33,21 @@ def import_pyrealsense2() -> Any:
             "(and apt-get install libusb-1.0-0); see docs/perception.md") from e
 
 
+def _same_serial(wanted: str, serial: str) -> bool:
+    """`serial:=001622070408` is parsed as the integer 1622070408: compare digits-only serials as numbers."""
+    return wanted == serial or (wanted.isdigit() and serial.isdigit() and int(wanted) == int(serial))
+
+
 class RealsensePublisher(Node):
     def __init__(self) -> None:
         super().__init__("realsense_publisher")
+        # serial: dynamically typed, as RealSense serials are digits and `-p serial:=...` makes them ints
+        self.declare_parameter("serial", "", ParameterDescriptor(dynamic_typing=True))
         p = {name: self.declare_parameter(name, default).value for name, default in {
-            "serial": "", "bag_file": "", "loop": True, "width": 640, "height": 480, "fps": 15,
+            "bag_file": "", "loop": True, "width": 640, "height": 480, "fps": 15,
             "frame_id": "camera_color_optical_frame", "namespace_prefix": "camera", "wait_timeout": 5.0,
         }.items()}
+        p["serial"] = str(self.get_parameter("serial").value or "")
         if int(p["width"]) <= 0 or int(p["height"]) <= 0 or int(p["fps"]) <= 0 or float(p["wait_timeout"]) <= 0:
             raise ValueError("width, height, fps and wait_timeout must be > 0")
         rs = import_pyrealsense2()
@@ -46,19 +59,15 @@ class RealsensePublisher(Node):
                 raise ValueError(f"bag_file {bag} does not exist")
             cfg.enable_device_from_file(str(Path(bag).expanduser()), repeat_playback=bool(p["loop"]))
         else:
-            devices = rs.context().query_devices()
-            if len(devices) == 0:
-                raise RuntimeError("no RealSense device connected (query_devices() is empty); "
-                                   "set bag_file to play a recording")
+            found = self._require_device()
             if p["serial"]:
-                cfg.enable_device(str(p["serial"]))
+                cfg.enable_device(found)
             w, h, fps = int(p["width"]), int(p["height"]), int(p["fps"])
             cfg.enable_stream(rs.stream.color, w, h, rs.format.rgb8, fps)
             cfg.enable_stream(rs.stream.depth, w, h, rs.format.z16, fps)
+        self._cfg, self._bag = cfg, bag
         self._pipeline = rs.pipeline()
-        profile = self._pipeline.start(cfg)
-        depth_sensor = profile.get_device().first_depth_sensor()
-        self._depth_scale_mm = depth_sensor.get_depth_scale() * 1000.0  # device units -> mm
+        self._start()
         self._align = rs.align(rs.stream.color)
         prefix = str(p["namespace_prefix"]).rstrip("/")
         self._pub_color = self.create_publisher(Image, f"{prefix}/color/image_raw", 5)
@@ -69,39 +78,99 @@ class RealsensePublisher(Node):
         self._thread.start()
         self.get_logger().info(f"publishing {'bag ' + bag if bag else 'device'} on {prefix}/...")
 
-    def _loop(self) -> None:
-        import numpy as np
+    def _require_device(self) -> str:
+        """The connected device's serial (the one `serial` names, in the device's spelling); RuntimeError if
+        there is none, as without one `pipeline.start()` blocks 15 s and then fails."""
+        serials = [str(d.get_info(self._rs.camera_info.serial_number)) for d in self._rs.context().query_devices()]
+        if not serials:
+            raise RuntimeError("no RealSense device connected (query_devices() is empty); "
+                               "set bag_file to play a recording")
+        serial = str(self._p["serial"])
+        match = [s for s in serials if not serial or _same_serial(serial, s)]
+        if not match:
+            raise RuntimeError(f"RealSense serial {serial} is not connected (connected: {', '.join(serials)})")
+        return match[0]
 
-        timeout_ms = int(float(self._p["wait_timeout"]) * 1000)
+    def _start(self) -> None:
+        profile = self._pipeline.start(self._cfg)
+        dev = profile.get_device()
+        self._depth_scale_m = float(dev.first_depth_sensor().get_depth_scale())  # metres per device unit
+        self._playback = dev.as_playback() if self._bag else None
+
+    def _pipeline_active(self) -> bool:
+        try:
+            self._pipeline.get_active_profile()
+            return True
+        except RuntimeError:
+            return False
+
+    def _reconnect(self) -> None:
+        """After an unplug the SDK's own restart failed and left the pipeline stopped (every further
+        wait_for_frames would raise at once): wait for the device, then start again."""
         while not self._stop.is_set():
+            try:
+                self._require_device()
+                self._start()
+                self.get_logger().info("RealSense reconnected; streaming again")
+                return
+            except RuntimeError as e:
+                self.get_logger().warning(f"waiting for the RealSense: {e}", throttle_duration_sec=5.0)
+                self._stop.wait(float(self._p["wait_timeout"]))
+
+    def _loop(self) -> None:
+        timeout_ms = int(float(self._p["wait_timeout"]) * 1000)
+        while not self._stop.is_set() and self.context.ok():
             try:
                 frames = self._pipeline.wait_for_frames(timeout_ms)
             except RuntimeError as e:
-                self.get_logger().error(f"no frames within {timeout_ms} ms: {e}", throttle_duration_sec=5.0)
+                if self._stop.is_set():
+                    return
+                if (self._playback is not None and not bool(self._p["loop"])
+                        and self._playback.current_status() == self._rs.playback_status.stopped):
+                    self.get_logger().info(f"bag_file {self._bag} played once (loop: false); shutting down")
+                    self.context.try_shutdown()
+                    return
+                if not self._pipeline_active():
+                    self.get_logger().error(f"RealSense lost: {e}")
+                    self._reconnect()
+                else:
+                    self.get_logger().error(f"no frames within {timeout_ms} ms: {e}", throttle_duration_sec=5.0)
                 continue
-            aligned = self._align.process(frames)
-            color, depth = aligned.get_color_frame(), aligned.get_depth_frame()
-            if not color or not depth:
-                continue
-            stamp = self.get_clock().now().to_msg()
-            fid = str(self._p["frame_id"])
-            c = np.asanyarray(color.get_data())
-            d = np.asanyarray(depth.get_data()).astype(np.float64) * self._depth_scale_mm
-            d16 = np.clip(np.round(d), 0, 65535).astype(np.uint16)
-            img = Image(height=c.shape[0], width=c.shape[1], encoding="rgb8", step=c.shape[1] * 3,
-                        data=c.tobytes())
-            dep = Image(height=d16.shape[0], width=d16.shape[1], encoding="16UC1", step=d16.shape[1] * 2,
-                        data=d16.tobytes())
-            intr = color.profile.as_video_stream_profile().get_intrinsics()
-            info = CameraInfo(width=intr.width, height=intr.height, distortion_model="plumb_bob",
-                              k=[intr.fx, 0.0, intr.ppx, 0.0, intr.fy, intr.ppy, 0.0, 0.0, 1.0],
-                              p=[intr.fx, 0.0, intr.ppx, 0.0, 0.0, intr.fy, intr.ppy, 0.0, 0.0, 0.0, 1.0, 0.0],
-                              r=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], d=[float(v) for v in intr.coeffs])
-            for msg in (img, dep, info):
-                msg.header.stamp, msg.header.frame_id = stamp, fid
-            self._pub_color.publish(img)
-            self._pub_depth.publish(dep)
-            self._pub_info.publish(info)
+            try:
+                self._publish(frames)
+            except ValueError as e:
+                self.get_logger().error(str(e), throttle_duration_sec=5.0)
+            except Exception:
+                if not self.context.ok():  # Ctrl-C shut rclpy down before destroy_node() stopped this thread
+                    return
+                raise
+
+    def _publish(self, frames: Any) -> None:
+        import numpy as np
+
+        aligned = self._align.process(frames)
+        color, depth = aligned.get_color_frame(), aligned.get_depth_frame()
+        if not color or not depth:
+            return
+        stamp = self.get_clock().now().to_msg()
+        fid = str(self._p["frame_id"])
+        enc = color_encoding(str(color.profile.format()))
+        c = np.asanyarray(color.get_data())
+        d16 = depth_units_to_mm(np.asanyarray(depth.get_data()), self._depth_scale_m)
+        img = Image(height=c.shape[0], width=c.shape[1], encoding=enc, step=c.shape[1] * CHANNELS[enc],
+                    data=c.tobytes())
+        dep = Image(height=d16.shape[0], width=d16.shape[1], encoding="16UC1", step=d16.shape[1] * 2,
+                    data=d16.tobytes())
+        intr = color.profile.as_video_stream_profile().get_intrinsics()
+        f = camera_info_fields(intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy,
+                               str(intr.model), list(intr.coeffs))
+        info = CameraInfo(width=f.width, height=f.height, distortion_model=f.distortion_model,
+                          k=f.k, p=f.p, r=f.r, d=f.d)
+        for msg in (img, dep, info):
+            msg.header.stamp, msg.header.frame_id = stamp, fid
+        self._pub_color.publish(img)
+        self._pub_depth.publish(dep)
+        self._pub_info.publish(info)
 
     def destroy_node(self) -> None:
         self._stop.set()

@@ -1,0 +1,1 @@
+"""Test helpers shipped with perception_node (fakes at hardware SDK boundaries)."""
