@@ -5,7 +5,9 @@
 The node list and parameter files come from monologue_bringup.graph, the same description that
 `monologue-up` uses on pip-only machines.
 """
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+import os
+
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -14,6 +16,7 @@ from monologue_bringup.graph import (
     LIVE,
     LLMS,
     ROBOTS,
+    dds_env,
     default_config_dir,
     graph_for,
     node_overrides,
@@ -51,7 +54,8 @@ def _typed(params):
 
 
 def generate_launch_description():
-    return LaunchDescription([
+    dds = [SetEnvironmentVariable(k, v) for k, v in dds_env(default_config_dir()).items() if k not in os.environ]
+    return LaunchDescription(dds + [
         DeclareLaunchArgument("robot", default_value="sim", choices=list(ROBOTS),
                               description="Which robot backend to drive"),
         DeclareLaunchArgument("llm", default_value="embedded", choices=list(LLMS),

@@ -6,6 +6,7 @@
 # AMENT_PREFIX_PATH and CMAKE_PREFIX_PATH, sources colcon's install/setup.bash
 # when the workspace has been built, and sets a few ROS defaults:
 #   ROS_DOMAIN_ID                   default 42, only when unset
+#   FASTRTPS_DEFAULT_PROFILES_FILE  default config/fastdds.xml, only when unset
 #   ROS_AUTOMATIC_DISCOVERY_RANGE   default LOCALHOST, only when unset (DDS
 #                                   discovery stays on this machine's loopback)
 #   RCUTILS_COLORIZED_OUTPUT=0      when stdout is not a terminal
@@ -81,6 +82,8 @@ _monologue_env() {
     export RCUTILS_COLORIZED_OUTPUT=0
   fi
   export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-42}"
+  # Fast DDS with a shared-memory segment big enough for camera images (config/fastdds.xml says why).
+  export FASTRTPS_DEFAULT_PROFILES_FILE="${FASTRTPS_DEFAULT_PROFILES_FILE:-$root/config/fastdds.xml}"
   if [ -z "${ROS_AUTOMATIC_DISCOVERY_RANGE:-}" ] && [ -z "${ROS_LOCALHOST_ONLY:-}" ]; then
     export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
   fi

@@ -119,6 +119,13 @@ def params_from_custom_data(custom: Mapping[str, str]) -> dict[str, dict[str, st
             for k, v in custom.items() if k.startswith(PARAMS_KEY) and k[len(PARAMS_KEY):] in REPLAYED_PARAMS}
 
 
+def dds_env(config_dir: Path) -> dict[str, str]:
+    """Environment for the nodes' DDS: Fast DDS reads config/fastdds.xml (a shared-memory segment
+    big enough for camera images; the file says why). Empty if the file is missing."""
+    profile = Path(config_dir) / "fastdds.xml"
+    return {"FASTRTPS_DEFAULT_PROFILES_FILE": str(profile)} if profile.is_file() else {}
+
+
 def default_config_dir() -> Path:
     """The installed config directory, or the source tree's when run from a checkout."""
     env = os.environ.get("MONOLOGUE_CONFIG_DIR")

@@ -27,6 +27,7 @@ from .graph import (
     RECORD,
     NodeSpec,
     all_nodes,
+    dds_env,
     default_config_dir,
     graph_for,
     params_custom_data,
@@ -84,6 +85,7 @@ class Supervisor:
             self.node_params.setdefault(k, {}).update(v)
         self.env = dict(os.environ if env is None else env)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
+        self.env.update({k: v for k, v in dds_env(self.config_dir).items() if k not in self.env})
         self.env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
         self.sink = sink or (lambda line: print(line, flush=True))
         self.log_level = log_level

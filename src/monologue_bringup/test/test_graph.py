@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from pathlib import Path
 
@@ -165,3 +166,23 @@ def test_perception_and_success_parameters_travel_in_the_bag() -> None:
     assert all(c not in v for v in custom.values() for c in ' ,"[]')  # safe inside custom_data's string list
     assert params_from_custom_data({**custom, "monologue.robot": "sim"}) == {
         "perception": params["perception"], "success_detector": params["success_detector"]}
+
+
+def test_nodes_get_the_fast_dds_profile_unless_one_is_set(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import xml.etree.ElementTree as ET
+
+    from monologue_bringup.graph import dds_env
+    from monologue_bringup.up import Supervisor
+
+    config = Path(__file__).resolve().parents[3] / "config"
+    profile = dds_env(config)["FASTRTPS_DEFAULT_PROFILES_FILE"]
+    ns = "{http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles}"
+    sizes = [int(e.text or 0) for e in ET.parse(profile).getroot().iter(f"{ns}segment_size")]
+    assert sizes == [4 * 1024 * 1024]  # bytes: room for a few 640x480 RGB-D frames
+    assert dds_env(tmp_path) == {}
+    env = {k: v for k, v in os.environ.items() if k != "FASTRTPS_DEFAULT_PROFILES_FILE"}
+    assert Supervisor("sim_kinematic", "embedded", config_dir=config, env=env).env[
+        "FASTRTPS_DEFAULT_PROFILES_FILE"] == profile
+    mine = Supervisor("sim_kinematic", "embedded", config_dir=config,
+                      env={**env, "FASTRTPS_DEFAULT_PROFILES_FILE": "/etc/my.xml"})
+    assert mine.env["FASTRTPS_DEFAULT_PROFILES_FILE"] == "/etc/my.xml"
