@@ -88,7 +88,8 @@ def write_run(path: Path, definitions: MessageDefinitions, log: logging.Logger, 
               "options": {"object_feedback": True, "success_feedback": True, "human_feedback": False,
                           "scene_feedback": False, "use_affordances": True, "max_steps": 7,
                           "normalization": "mean", "max_reprompts": 2, "generation_fallback": "score",
-                          "max_tokens": 48, "decoding": "score"}}
+                          "max_tokens": 48, "decoding": "score"},
+              "objects": ["red block", "red bowl"]}
     (tdir / "ep1.jsonl").write_text(json.dumps(header) + "\n")
     (path / "llm_cassette.jsonl").write_text("\n".join(json.dumps(e) for e in [
         {"key": "k1", "kind": "score", "backend": "llama_cpp:x", "prompt": "p", "args": {},
@@ -137,6 +138,7 @@ def test_goal_and_planner_parameters_come_from_the_transcript_header(run: Path, 
     g = goal_spec(ep)
     assert (g.instruction, g.strategy, g.prompt_profile, g.max_steps) == (
         "Put the blocks in the red bowl.", "inner_monologue", "im_sim_object_success", 7)
+    assert g.objects == ("red block", "red bowl")  # sent again, so perception looks for the same names
     assert g.flags == {"object_feedback": True, "success_feedback": True, "scene_feedback": False,
                        "human_feedback": False, "use_affordances": True}
     assert planner_params(ep) == {"scoring.normalization": "mean", "generation.max_reprompts": "2",

@@ -234,6 +234,7 @@ class GoalSpec:
     prompt_profile: str = ""
     flags: Mapping[str, bool] = field(default_factory=dict)  # FLAG_OPTIONS that were recorded
     max_steps: int = 0  # 0 = the node's default
+    objects: tuple[str, ...] = ()  # the task's object names for perception ([] = configured candidates)
 
 
 def goal_spec(ep: RecordedEpisode) -> GoalSpec:
@@ -241,7 +242,8 @@ def goal_spec(ep: RecordedEpisode) -> GoalSpec:
     h = ep.header
     opts = h.get("options", {}) if isinstance(h.get("options"), dict) else {}
     return GoalSpec(ep.instruction, str(h.get("strategy", "")), str(h.get("prompt_profile", "")),
-                    {f: bool(opts[f]) for f in FLAG_OPTIONS if f in opts}, int(opts.get("max_steps", 0)))
+                    {f: bool(opts[f]) for f in FLAG_OPTIONS if f in opts}, int(opts.get("max_steps", 0)),
+                    tuple(str(o) for o in h.get("objects", []) if isinstance(h.get("objects"), list)))
 
 
 def planner_params(ep: RecordedEpisode) -> dict[str, str]:
