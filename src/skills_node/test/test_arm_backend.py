@@ -317,3 +317,20 @@ def test_return_home_ends_pick_place_with_the_home_move(safe_arm: SafeArm, locat
     assert names(cmds)[-2:] == ["moveL", "moveJ"] and cmds[-1][1][0] == [round(v, 6) for v in HOME_Q]
     with pytest.raises(ValueError, match="return_home needs home_joints"):
         ArmSkillBackend(safe_arm, locator, replace(pick_config, return_home=True, home_joints=()), LOG)
+
+
+def test_affordances_right_after_start_up_wait_for_the_first_scene(
+        safe_arm: SafeArm, pick_config: PickPlaceConfig, robot: FakeUrController) -> None:
+    """The planner may ask before perception's first description reached the skills node: the answer
+    then waits for it instead of offering nothing (which made the LLM stop at once)."""
+    empty = SceneLocator()
+    backend = ArmSkillBackend(safe_arm, empty, pick_config, LOG)
+    entries = [SceneEntry(o.name, "plate" if "plate" in o.name else "block", (o.x, o.y, o.top)) for o in robot.objects]
+    threading.Timer(0.3, lambda: empty.update(entries)).start()
+    t0 = time.monotonic()
+    offered = backend.affordances()
+    assert 0.2 < time.monotonic() - t0 < 3.0
+    assert ("pick_place", ("red block", "blue plate"), 1.0) in {(a.skill, a.args, a.affordance) for a in offered}
+    never = ArmSkillBackend(safe_arm, SceneLocator(), pick_config, LOG)
+    never.SCENE_WAIT_S = 0.2
+    assert never.affordances() == []

@@ -46,6 +46,10 @@ class ObjectLocator(Protocol):
         """Place targets that are not pickable: plates, bowls, named table locations."""
         ...
 
+    def wait_until_ready(self, timeout_s: float) -> bool:
+        """Wait (at most timeout_s, s) until the first scene description arrived; True if it has."""
+        ...
+
 
 @dataclass(frozen=True)
 class SceneEntry:
@@ -70,10 +74,15 @@ class SceneLocator:
         self._place_categories = frozenset(place_categories)
         self._lock = threading.Lock()
         self._entries: dict[str, SceneEntry] = {}
+        self._ready = threading.Event()
 
     def update(self, entries: Sequence[SceneEntry]) -> None:
         with self._lock:
             self._entries = {e.name: e for e in entries if e.visible}
+        self._ready.set()
+
+    def wait_until_ready(self, timeout_s: float) -> bool:
+        return self._ready.wait(timeout_s)
 
     def position(self, name: str) -> Vector3 | None:
         with self._lock:
@@ -149,6 +158,7 @@ class ArmSkillBackend:
     """SkillBackend over a SafeArm and an ObjectLocator."""
 
     RESTOP_PERIOD_S = 0.05  # s between repeated stop() calls after a cancel
+    SCENE_WAIT_S = 5.0  # s to wait for the first scene description (start-up) before answering
 
     def __init__(
         self,
@@ -198,6 +208,8 @@ class ArmSkillBackend:
         within the limits and the arm can move, else 0.0. home() is an operator skill and not offered."""
         if "pick_place" not in self.skill_names():
             return []
+        if not self._locator.wait_until_ready(self.SCENE_WAIT_S):  # right after start-up
+            self._log.warning("no scene description within %.1f s: no pick_place is affordable", self.SCENE_WAIT_S)
         can_move = not self._arm.estop_latched and self._arm.status().ok
         objects = self._locator.objects()
         out: list[Affordance] = []
@@ -277,6 +289,7 @@ class ArmSkillBackend:
     # ----- planning -------------------------------------------------------------------------
     def _plan(self, obj: str, target: str) -> _Plan:
         """Waypoints of pick_place(obj, target), every one checked against the limits (raises if not)."""
+        self._locator.wait_until_ready(self.SCENE_WAIT_S)
         objects = self._locator.objects()
         if obj not in objects:
             places = self._locator.places()
