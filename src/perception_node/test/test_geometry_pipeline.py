@@ -109,6 +109,22 @@ def test_place_point_is_inside_bowl_and_away_from_its_contents() -> None:
     assert abs(p[0] - 0.5) < 0.08 and abs(p[1]) < 0.08       # on the bowl
     assert p[0] < 0.5 and p[1] < 0.0                          # the corner opposite the block
     assert g.place_pixel((0, 0, 100, 100), []) == (50.0, 50.0)
+    assert g.boxes_overlap(bowl_box, block_box) and not g.boxes_overlap((0, 0, 10, 10), (10, 0, 20, 10))
+
+
+def test_pipeline_place_point_ignores_boxes_that_do_not_overlap_the_bowl() -> None:
+    """An empty bowl's place point is its centre even with a block beside it; a block in the bowl
+    pushes the point to the far side (IM-R)."""
+    beside = [s.bowl("yellow bowl", 0.5, 0.0, YELLOW, width_m=0.16), s.block("red block", 0.5, 0.16, RED)]
+    inside = [beside[0], s.block("red block", 0.54, 0.04, RED, z0=0.05)]
+    places = {}
+    for name, objs in (("beside", beside), ("inside", inside)):
+        f = s.render(objs, K, TOP_DOWN)
+        res = PerceptionPipeline(OracleDetector()).process(frame_of(f), ["yellow bowl", "red block"], gt(objs))
+        places[name] = {o.name: o.place_point for o in res.objects}["yellow bowl"]
+    assert places["beside"] is not None and places["inside"] is not None
+    assert math.hypot(places["beside"][0] - 0.5, places["beside"][1]) < 0.01
+    assert places["inside"][0] < 0.49 and places["inside"][1] < -0.01
 
 
 def test_bottom_block_of_tower_becomes_occluded(tower_frames: tuple[s.SynthFrame, s.SynthFrame]) -> None:

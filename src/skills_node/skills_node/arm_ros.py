@@ -82,6 +82,7 @@ UR5E_PARAMETERS: dict[str, Any] = {
     "approval.action": "approve_motion",  # AskHuman action server
     "scene_topic": "scene/description",
     "place_categories": ["bowl", "plate", "location"],
+    "use_place_points": True,  # place at perception's IM-R place point of a plate/bowl (else its centre)
     "status_rate": 2.0,  # Hz, robot/status also goes out on every change
 }
 
@@ -271,7 +272,8 @@ class ArmRosBridge:
         self.safe_arm = SafeArm(self.arm, limits, logging.getLogger("skills.safety"),
                                 forward_kinematics=fk,
                                 approval=gate if mode == "motion" else None, approval_timeout_s=approval_timeout)
-        self.locator = SceneLocator([str(c) for c in p("place_categories").value])
+        self.locator = SceneLocator([str(c) for c in p("place_categories").value],
+                                    use_place_points=bool(p("use_place_points").value))
         self.backend = ArmSkillBackend(self.safe_arm, self.locator, pick, logger,
                                        skill_approval=gate if mode == "skill" else None,
                                        approval_timeout_s=approval_timeout)

@@ -111,6 +111,9 @@ def test_place_goes_to_the_perceived_place_point_of_the_plate(
     assert cmds[6][1][0] == pytest.approx([0.63, 0.13, 0.01 + 0.15, *DOWN])
     red = robot.get("red block")
     assert (red.x, red.y) == pytest.approx((0.63, 0.13), abs=1e-6)
+    centre = SceneLocator(use_place_points=False)
+    centre.update(entries)
+    assert centre.place_position("blue plate") == centre.position("blue plate")
 
 
 def test_out_of_workspace_object_is_refused_before_anything_moves(

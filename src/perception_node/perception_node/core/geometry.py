@@ -424,6 +424,11 @@ def _box_distance(u: FloatArray, v: FloatArray, box: Box) -> FloatArray:
     return np.asarray(np.hypot(du, dv), dtype=np.float64)
 
 
+def boxes_overlap(a: Box, b: Box) -> bool:
+    """True if two pixel boxes (x0, y0, x1, y1) share any area."""
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 def place_pixel(target: Box, others: Sequence[Box], margin_fraction: float = 0.2,
                 grid: int = 21) -> tuple[float, float]:
     """IM real tabletop sorting place point (IM App. A.2): "a point in the target plate's bounding

@@ -22,6 +22,7 @@ from .geometry import (
     Plane,
     PlaneConfig,
     apply,
+    boxes_overlap,
     check_transform,
     cluster_box,
     depth_to_points,
@@ -167,7 +168,10 @@ class PerceptionPipeline:
         places: dict[str, tuple[float, float, float]] = {}
         for d in dets:
             if d.label in anchors and category_of(d.label, self.categories) in cfg.place_categories:
-                others = [o.box for o in dets if o.label != d.label]
+                # IM-R: the point farthest from other objects' boxes, counting those that overlap
+                # the plate's box (objects on or at it); an empty plate's point is its centre, so a
+                # far-away neighbour does not push the block to the rim.
+                others = [o.box for o in dets if o.label != d.label and boxes_overlap(o.box, d.box)]
                 p = place_point(depth, k, t_bc, d.box, others, cfg.place_margin_fraction)
                 if p is not None:
                     places[d.label] = (float(p[0]), float(p[1]), float(p[2]))

@@ -70,8 +70,10 @@ class SceneLocator:
     entries are neither (their positions may be stale).
     """
 
-    def __init__(self, place_categories: Sequence[str] = ("bowl", "plate", "location")) -> None:
+    def __init__(self, place_categories: Sequence[str] = ("bowl", "plate", "location"),
+                 use_place_points: bool = True) -> None:
         self._place_categories = frozenset(place_categories)
+        self._use_place_points = use_place_points
         self._lock = threading.Lock()
         self._entries: dict[str, SceneEntry] = {}
         self._ready = threading.Event()
@@ -95,7 +97,7 @@ class SceneLocator:
             entry = self._entries.get(name)
         if entry is None:
             return None
-        return entry.place_point if entry.place_point is not None else entry.position
+        return entry.place_point if entry.place_point is not None and self._use_place_points else entry.position
 
     def objects(self) -> list[str]:
         with self._lock:
