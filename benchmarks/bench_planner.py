@@ -15,13 +15,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from planner_node.core.llm.base import CandidateScore, Generation, ScoreResult
-from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
-from planner_node.core.llm.model_files import embedded_model_path
+from monologue_llm.base import CandidateScore, Generation, ScoreResult
+from monologue_llm.llama_cpp_backend import LlamaCppBackend
+from monologue_llm.model_files import embedded_model_path
 from planner_node.core.monologue import EpisodeOptions, InnerMonologue
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
-from planner_node.core.transcript import Transcript
+from monologue_domain.transcript import Transcript
 from skills_node.core.backend import SimBackend
 from skills_node.core.tabletop import TabletopWorld
 

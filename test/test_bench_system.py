@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skills_node.core.tasks import Body, sample_task
+from monologue_domain.tasks import Body, sample_task
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 

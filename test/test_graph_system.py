@@ -11,7 +11,7 @@ from rclpy.action import get_action_client_names_and_types_by_node, get_action_s
 
 from monologue_bringup.demo import run_episode, world_states
 from monologue_bringup.graph import LIVE, select
-from skills_node.core.tasks import matching_bowls_done
+from monologue_domain.tasks import matching_bowls_done
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 

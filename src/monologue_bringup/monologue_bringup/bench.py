@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skills_node.core.tasks import FAMILIES, Body, State, TaskInstance, TaskScene, sample_task
+from monologue_domain.tasks import FAMILIES, Body, State, TaskInstance, TaskScene, sample_task
 
 from .core.benchmark import (
     K_STEPS,

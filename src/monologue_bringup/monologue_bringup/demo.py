@@ -121,7 +121,7 @@ def world_states(objects: Sequence[Any]) -> list[Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from skills_node.core.tasks import matching_bowls_done
+    from monologue_domain.tasks import matching_bowls_done
 
     argv = list(sys.argv[1:] if argv is None else argv)
     values, rest = parse_launch_args(argv, {

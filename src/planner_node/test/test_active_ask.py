@@ -13,7 +13,7 @@ import pytest
 from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
-from planner_node.core.transcript import EventKind, Transcript
+from monologue_domain.transcript import EventKind, Transcript
 
 PROMPTS = Path(__file__).resolve().parents[3] / "config" / "prompts"
 
@@ -231,7 +231,7 @@ def test_articles(word: str, art: str) -> None:
 def test_resume_an_interrupted_episode(tmp_path: Path, scripted, world_ports) -> None:  # type: ignore[no-untyped-def]
     """A crash after an action was sent: the resumed episode settles that action from the world,
     keeps counting steps, and finishes in the same file."""
-    from planner_node.core.transcript import find_interrupted, load_episode
+    from monologue_domain.transcript import find_interrupted, load_episode
     from skills_node.core.tabletop import TabletopWorld
 
     world = TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True)

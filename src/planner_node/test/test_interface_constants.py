@@ -4,7 +4,7 @@ from __future__ import annotations
 from monologue_interfaces.action import ExecuteInstruction, ExecuteSkill
 from monologue_interfaces.msg import TranscriptEvent
 from planner_node.core.monologue import EpisodeError
-from planner_node.core.transcript import EventKind
+from monologue_domain.transcript import EventKind
 from skills_node.core.types import SkillError, SkillState
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from planner_node.core.llm.base import LLMUnavailableError
+from monologue_llm.base import LLMUnavailableError
 from planner_node.core.monologue import DONE_AFFORDANCE, EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.prompts import load_profile
-from planner_node.core.transcript import EventKind, Transcript, load_episode
+from monologue_domain.transcript import EventKind, Transcript, load_episode
 from skills_node.core.tabletop import SceneSpec, TabletopWorld
-from skills_node.core.tasks import matching_bowls_done
+from monologue_domain.tasks import matching_bowls_done
 
 PROFILE = load_profile(Path(__file__).resolve().parents[3] / "config" / "prompts", "im_sim_object_success")
 

@@ -19,7 +19,7 @@ from skills_node.core.tabletop import (
     TabletopWorld,
     world_with,
 )
-from skills_node.core.tasks import matching_bowls_done
+from monologue_domain.tasks import matching_bowls_done
 from skills_node.core.types import SkillError, SkillState
 
 LOG = logging.getLogger("test")

@@ -15,7 +15,7 @@ from skills_node.core.tabletop import (
     SceneSpec,
     TabletopWorld,
 )
-from skills_node.core.tasks import (
+from monologue_domain.tasks import (
     CORNERS_AND_SIDES,
     FAMILIES,
     Body,
@@ -242,7 +242,7 @@ def test_stack_all_the_blocks_on_a_corner_or_side() -> None:
 
 
 def _obj(name: str, b: Body):  # type: ignore[no-untyped-def]
-    from skills_node.core.types import ObjectState
+    from monologue_domain.objects import ObjectState
 
     color, category = name.rsplit(" ", 1)
     return ObjectState(name, category, b.position, b.size, color=color)

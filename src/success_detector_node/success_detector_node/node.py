@@ -24,9 +24,9 @@ from monologue_common.runtime import WaitTimeout, from_time, run_node, wait_futu
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
 from perception_node.core.pipeline import decode_color
-from planner_node.core.llm.base import LLMBackend
-from planner_node.core.llm.factory import NODE_PARAMS as LLM_PARAMS
-from planner_node.core.llm.factory import make_backend_from_params
+from monologue_llm.base import LLMBackend
+from monologue_llm.factory import NODE_PARAMS as LLM_PARAMS
+from monologue_llm.factory import make_backend_from_params
 
 from .core.detectors import STRATEGIES, Context, ImageTextScorer, SceneEntry, make_detector
 from .core.history import StampedHistory

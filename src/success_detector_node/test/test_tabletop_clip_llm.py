@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner_node.core.llm.base import (
+from monologue_llm.base import (
     CandidateScore,
     LLMUnavailableError,
     ScoreResult,
@@ -222,8 +222,8 @@ def test_llm_judge_with_the_planner_llama_cpp_backend() -> None:
     """The planner's real backend satisfies the CandidateScorer Protocol: the judge scores " yes"
     against " no" (no free text to parse)."""
     pytest.importorskip("llama_cpp")
-    from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
-    from planner_node.core.llm.model_files import embedded_model_path
+    from monologue_llm.llama_cpp_backend import LlamaCppBackend
+    from monologue_llm.model_files import embedded_model_path
 
     backend = LlamaCppBackend(embedded_model_path(), n_ctx=1024)
     try:

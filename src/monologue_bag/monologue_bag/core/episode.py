@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner_node.core.transcript import EventKind, load_episode
+from monologue_domain.transcript import EventKind, load_episode
 
 from .bagio import Bag
 from .layout import TRANSCRIPTS_DIR

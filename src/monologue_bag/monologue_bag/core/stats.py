@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner_node.core.transcript import EventKind
+from monologue_domain.transcript import EventKind
 
 from .bagio import TopicInfo
 from .episode import RecordedEpisode, Recording

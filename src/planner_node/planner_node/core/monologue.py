@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from .llm.base import LLMBackend, LLMError, normalize_scores
+from monologue_llm.base import LLMBackend, LLMError, normalize_scores
 from .parsing import parse_action
 from .ports import (
     HumanPort,
@@ -27,7 +27,7 @@ from .ports import (
     SuccessPort,
 )
 from .prompts import PromptProfile
-from .transcript import EventKind, Transcript
+from monologue_domain.transcript import EventKind, Transcript
 
 DONE_AFFORDANCE = 0.1  # SayCan's fixed affordance of the terminate skill (SC:L440)
 # Interjections that end the episode at the next step boundary without asking the LLM (compared after

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .transcript import Event, EventKind
+from monologue_domain.transcript import Event, EventKind
 
 _REQUIRED_FORMATS = ("instruction", "action", "done")
 

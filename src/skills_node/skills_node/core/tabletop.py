@@ -11,34 +11,23 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from monologue_domain.tabletop import (  # noqa: F401  (re-exported: the world's constants)
+    BLOCK_SIZE,
+    BOWL_DIAMETER,
+    BOWL_FLOOR,
+    BOWL_HEIGHT,
+    COLORS,
+    CORNERS,
+    LOCATIONS,
+    MIN_SEPARATION,
+    SIDES,
+    STACK_XY_TOLERANCE,
+    WORKSPACE_X,
+    WORKSPACE_Y,
+)
+
 from .types import Affordance, ObjectState, SkillError, SkillRejected
 
-COLORS: tuple[str, ...] = (
-    "blue", "red", "green", "orange", "yellow", "purple", "pink", "cyan", "brown", "gray",
-)
-BLOCK_SIZE = 0.04  # m, cube edge
-BOWL_DIAMETER = 0.12  # m
-BOWL_HEIGHT = 0.05  # m
-BOWL_FLOOR = 0.005  # m, height of the inner floor above the table
-MIN_SEPARATION = 0.15  # m, between any two objects at scene creation (IM §4.1)
-STACK_XY_TOLERANCE = 0.04  # m, x-y distance under which one object counts as on another
-
-# Workspace on the table (m); objects are sampled inside it, locations sit 5 cm inside its edges.
-WORKSPACE_X = (0.30, 0.70)
-WORKSPACE_Y = (-0.30, 0.30)
-LOCATIONS: dict[str, tuple[float, float]] = {
-    "top left corner": (0.70, 0.30),
-    "top side": (0.70, 0.0),
-    "top right corner": (0.70, -0.30),
-    "left side": (0.50, 0.30),
-    "middle": (0.50, 0.0),
-    "right side": (0.50, -0.30),
-    "bottom left corner": (0.30, 0.30),
-    "bottom side": (0.30, 0.0),
-    "bottom right corner": (0.30, -0.30),
-}
-CORNERS: tuple[str, ...] = tuple(n for n in LOCATIONS if n.endswith("corner"))
-SIDES: tuple[str, ...] = tuple(n for n in LOCATIONS if n.endswith("side"))
 
 
 @dataclass

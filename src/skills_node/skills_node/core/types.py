@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from monologue_domain.objects import ObjectState  # noqa: F401  (re-exported)
+
 
 class SkillError(IntEnum):
     """Skill result codes; must match monologue_interfaces/action/ExecuteSkill (checked by a test)."""
@@ -58,19 +60,6 @@ class SkillOutcome:
     @property
     def ok(self) -> bool:
         return self.error == SkillError.NONE
-
-
-@dataclass(frozen=True)
-class ObjectState:
-    """Ground-truth state of one object or named location; positions in metres, base frame."""
-
-    name: str
-    category: str  # "block", "bowl" or "location"
-    position: tuple[float, float, float]
-    size: tuple[float, float, float]
-    color: str = ""
-    segmentation_id: int = -1
-    properties: dict[str, str] = field(default_factory=dict)
 
 
 class SkillRejected(Exception):

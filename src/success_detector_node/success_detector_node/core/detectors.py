@@ -14,7 +14,7 @@ from typing import Protocol, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from planner_node.core.llm.base import ScoreResult, ScoringUnsupportedError, normalize_scores
+from monologue_llm.base import ScoreResult, ScoringUnsupportedError, normalize_scores
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ class GenerationLike(Protocol):
 
 
 class TextGenerator(Protocol):
-    """The planner's LLM backend interface (planner_node.core.llm.base.LLMBackend.generate)."""
+    """The planner's LLM backend interface (monologue_llm.base.LLMBackend.generate)."""
 
     def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64) -> GenerationLike: ...
 

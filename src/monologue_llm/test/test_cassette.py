@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from planner_node.core.llm.base import (
+from monologue_llm.base import (
     CandidateScore,
     CassetteMissError,
     Generation,
     LLMBackend,
     ScoreResult,
 )
-from planner_node.core.llm.cassette import CassetteBackend, request_key
+from monologue_llm.cassette import CassetteBackend, request_key
 
 
 class FakeBackend:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from planner_node.core.llm.base import LLMBackend, LLMError
+from monologue_llm.base import LLMBackend, LLMError
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
@@ -33,7 +33,7 @@ CANDIDATES = (
 @pytest.fixture(scope="module")
 def reference_llama(model_path: Path, llm_threads: int) -> Iterator[Any]:
     """Independent reference: llama_cpp.Llama with logits for every token."""
-    from planner_node.core.llm.llama_cpp_backend import _load_without_repack
+    from monologue_llm.llama_cpp_backend import _load_without_repack
 
     llama_cpp = pytest.importorskip("llama_cpp")
     llm = _load_without_repack(
@@ -107,7 +107,7 @@ def test_score_matches_from_scratch_evaluation(llama_backend: Any, reference_lla
 def test_reuse_is_exact_and_cheaper(
     model_path: Path, fresh_backend: Any, llm_threads: int
 ) -> None:
-    from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
+    from monologue_llm.llama_cpp_backend import LlamaCppBackend
 
     # > n_swa (512) tokens, so trimming crosses the sliding-window boundary
     long_prompt = SCENE + " pick up the sponge.\nSuccess: no.\n" * 60 + "Robot action:"
@@ -131,7 +131,7 @@ def test_reuse_is_exact_and_cheaper(
 
 
 def test_prefix_reuse_lowers_new_tokens(model_path: Path, llm_threads: int) -> None:
-    from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
+    from monologue_llm.llama_cpp_backend import LlamaCppBackend
 
     with LlamaCppBackend(model_path, n_ctx=2048, n_threads=llm_threads) as backend:
         first = backend.score(SCENE, [" pick up the blue block."])
@@ -148,7 +148,7 @@ def test_ranking_sanity(llama_backend: Any) -> None:
 
 
 def test_context_overflow_and_close(model_path: Path, llm_threads: int) -> None:
-    from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
+    from monologue_llm.llama_cpp_backend import LlamaCppBackend
 
     backend = LlamaCppBackend(model_path, n_ctx=64, n_threads=llm_threads)
     with pytest.raises(LLMError, match="n_ctx"):
@@ -161,7 +161,7 @@ def test_context_overflow_and_close(model_path: Path, llm_threads: int) -> None:
 
 
 def test_missing_model_file(tmp_path: Path) -> None:
-    from planner_node.core.llm.llama_cpp_backend import LlamaCppBackend
+    from monologue_llm.llama_cpp_backend import LlamaCppBackend
 
     with pytest.raises(LLMError, match="not found"):
         LlamaCppBackend(tmp_path / "nope.gguf")

@@ -1,6 +1,6 @@
 """LLM backend layer (ROS-free): llama.cpp in-process, OpenAI-compatible HTTP, cassettes.
 
-Heavy backends are imported lazily, so ``import planner_node.core.llm`` needs
+Heavy backends are imported lazily, so ``import monologue_llm`` needs
 neither ``llama_cpp`` nor ``openai``.
 """
 

@@ -21,13 +21,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .tabletop import COLORS, CORNERS, LOCATIONS, SIDES
-from .types import ObjectState
+from .objects import ObjectState
+from .tabletop import COLORS, CORNERS, LOCATIONS, MAX_BLOCKS, MAX_BOWLS, SIDES
 
 XY_TOLERANCE = 0.04  # m, x-y distance of IM's sim success test
 MIN_RISE = 0.01  # m, how much higher than its target an object must be to count as on/in it
-MAX_BLOCKS = 4  # IM §4.1: up to 4 blocks ...
-MAX_BOWLS = 3  # ... and up to 3 bowls
 # Named locations a "[x] corner/side" slot is drawn from (the middle is neither).
 CORNERS_AND_SIDES: tuple[str, ...] = CORNERS + SIDES
 

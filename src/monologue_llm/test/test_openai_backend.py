@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from planner_node.core.llm.base import (
+from monologue_llm.base import (
     LLMBackend,
     LLMError,
     LLMUnavailableError,
     ScoringUnsupportedError,
 )
 
-openai_backend = pytest.importorskip("planner_node.core.llm.openai_backend")
+openai_backend = pytest.importorskip("monologue_llm.openai_backend")
 OpenAICompatBackend = openai_backend.OpenAICompatBackend
 
 SKY = "The colour of the sky on a clear day is"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner_node.core.llm.base import (
+from monologue_llm.base import (
     CandidateScore,
     CassetteMissError,
     InvalidOutputError,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner_node.core.transcript import EventKind, Transcript, find_interrupted, load_episode
+from monologue_domain.transcript import EventKind, Transcript, find_interrupted, load_episode
 
 
 def test_events_are_indexed_persisted_and_published(tmp_path: Path) -> None:

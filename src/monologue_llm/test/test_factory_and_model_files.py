@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from planner_node.core.llm import model_files
-from planner_node.core.llm.base import LLMBackend
-from planner_node.core.llm.cassette import CassetteBackend, request_key
-from planner_node.core.llm.factory import make_backend
-from planner_node.core.llm.model_files import ModelFileError, embedded_model_path
+from monologue_llm import model_files
+from monologue_llm.base import LLMBackend
+from monologue_llm.cassette import CassetteBackend, request_key
+from monologue_llm.factory import make_backend
+from monologue_llm.model_files import ModelFileError, embedded_model_path
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_embedded_model_assembles_once_and_concurrently(tmp_path: Path) -> None:
     cache = tmp_path / "models"
     src = str(Path(model_files.__file__).resolve().parents[3])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
-    code = ("import sys; from pathlib import Path; from planner_node.core.llm.model_files "
+    code = ("import sys; from pathlib import Path; from monologue_llm.model_files "
             "import embedded_model_path; print(embedded_model_path(Path(sys.argv[1])))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(cache)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -1,0 +1,24 @@
+"""rclpy side of the parameter style (see monologue_common.core.settings): nodes are created with
+their parameters declared from the YAML overrides, and read them as one flat mapping."""
+from __future__ import annotations
+
+from typing import Any
+
+from rclpy.node import Node
+
+# Pass to Node.__init__: every parameter in the parameter files (and -p overrides) is declared with
+# its value and type; nothing is declared with a default in code.
+NODE_OPTIONS: dict[str, Any] = {
+    "allow_undeclared_parameters": True,
+    "automatically_declare_parameters_from_overrides": True,
+}
+
+
+def parameter_values(node: Node) -> dict[str, object]:
+    """{dotted name: value} of every parameter the node has (use_sim_time included)."""
+    return {name: p.value for name, p in node.get_parameters_by_prefix("").items()}
+
+
+def warn_unused(node: Node, unused: list[str]) -> None:
+    if unused:
+        node.get_logger().warning(f"parameters set but not used (typo, or another robot's block?): {unused}")
