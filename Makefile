@@ -13,6 +13,7 @@ ARGS ?=
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(ROOT)/Makefile | awk -F':.*## ' '{ printf "  make %-10s %s\n", $$1, $$2 }'
 	@echo "  (make demo ARGS='...' passes arguments to monologue-demo, make bench ARGS='...' to monologue-bench)"
+	@echo "  (make demo ARGS='graph:=running' runs the instruction on a graph already up, e.g. from monologue-up)"
 
 setup: ## venv + pinned requirements + colcon build (idempotent)
 	bash $(ROOT)/scripts/setup.sh

@@ -7,5 +7,9 @@ source "/opt/ros/${ROS_DISTRO:-jazzy}/setup.bash"
 # shellcheck disable=SC1091
 source /ws/install/setup.bash
 export VIRTUAL_ENV=/opt/venv
-export PATH="/opt/venv/bin:/ws/install/monologue_bringup/lib/monologue_bringup:${PATH}"
+export PATH="/opt/venv/bin:/ws/install/monologue_bringup/lib/monologue_bringup:/ws/install/monologue_eval/lib/monologue_eval:${PATH}"
+if [ -d /ws/runs ] && [ ! -w /ws/runs ]; then
+  echo "monologue-entrypoint: /ws/runs is not writable by uid $(id -u) (a bind mount owned by another user?);" \
+       "see docker/README.md" >&2
+fi
 exec "$@"

@@ -1,21 +1,29 @@
 """Bring up the Inner Monologue graph on a full ROS 2 install.
 
-    ros2 launch monologue_bringup monologue.launch.py robot:=sim llm:=embedded [record:=<bag dir>]
+    ros2 launch monologue_bringup monologue.launch.py [robot:=sim] [llm:=embedded] [log_level:=info]
+                                                      [record:=<bag dir>]
 
-The node list and parameter files come from monologue_bringup.graph, the same description that
-`monologue-up` uses on pip-only machines.
+The node list and parameter files come from monologue_bringup.graph and the launch arguments from
+monologue_bringup.up.LAUNCH_ARGUMENTS: the same description and arguments as `monologue-up` on
+pip-only machines. As there, a node that exits ends the whole launch, and a record:= directory that
+already holds a bag is refused.
 """
 import os
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.actions import (
+    DeclareLaunchArgument,
+    OpaqueFunction,
+    RegisterEventHandler,
+    SetEnvironmentVariable,
+    Shutdown,
+)
+from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchDescription
 from monologue_bringup.graph import (
     LIVE,
-    LLMS,
-    ROBOTS,
     dds_env,
     default_config_dir,
     graph_for,
@@ -23,18 +31,22 @@ from monologue_bringup.graph import (
     params_files,
     record_params,
 )
+from monologue_bringup.up import LAUNCH_ARGUMENTS, record_dir_error
 
 
 def _nodes(context, *args, **kwargs):
-    robot = LaunchConfiguration("robot").perform(context)
-    llm = LaunchConfiguration("llm").perform(context)
-    log_level = LaunchConfiguration("log_level").perform(context)
-    record = LaunchConfiguration("record").perform(context)
+    values = {a.name: LaunchConfiguration(a.name).perform(context) for a in LAUNCH_ARGUMENTS}
+    robot, llm, log_level, record = values["robot"], values["llm"], values["log_level"], values["record"]
+    error = record_dir_error(record)
+    if error:
+        raise RuntimeError(f"record:={record}: {error}")
     config_dir = default_config_dir()
     files = [str(f) for f in params_files(config_dir, robot, llm)]
-    recording = record_params(record, LIVE, **{"monologue.robot": robot, "monologue.llm": llm}) if record else {}
-    return [
-        Node(
+    custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": LIVE}
+    recording = record_params(record, LIVE, **custom) if record else {}
+    actions = []
+    for spec in graph_for(robot, LIVE, record=bool(record)):
+        node = Node(
             package=spec.package,
             executable=spec.executable,
             name=spec.name,
@@ -42,8 +54,10 @@ def _nodes(context, *args, **kwargs):
             parameters=files + [node_overrides(spec, config_dir), _typed(recording.get(spec.name, {}))],
             arguments=["--ros-args", "--log-level", log_level],
         )
-        for spec in graph_for(robot, LIVE, record=bool(record))
-    ]
+        # A node that exits (crash or not) ends the whole graph, as in monologue-up.
+        stop = Shutdown(reason=f"node {spec.name} exited; stopping the graph")
+        actions += [node, RegisterEventHandler(OnProcessExit(target_action=node, on_exit=[stop]))]
+    return actions
 
 
 def _typed(params):
@@ -53,15 +67,15 @@ def _typed(params):
     return {k: yaml.safe_load(v) for k, v in params.items()}
 
 
+def declare_arguments():
+    """DeclareLaunchArgument for every entry of LAUNCH_ARGUMENTS (sim.launch.py declares the same)."""
+    return [
+        DeclareLaunchArgument(a.name, default_value=a.default, description=a.description,
+                              **({"choices": list(a.choices)} if a.choices else {}))
+        for a in LAUNCH_ARGUMENTS
+    ]
+
+
 def generate_launch_description():
     dds = [SetEnvironmentVariable(k, v) for k, v in dds_env(default_config_dir()).items() if k not in os.environ]
-    return LaunchDescription(dds + [
-        DeclareLaunchArgument("robot", default_value="sim", choices=list(ROBOTS),
-                              description="Which robot backend to drive"),
-        DeclareLaunchArgument("llm", default_value="embedded", choices=list(LLMS),
-                              description="LLM backend: embedded Gemma 3 270M or an OpenAI-compatible server"),
-        DeclareLaunchArgument("log_level", default_value="info", description="ROS log level"),
-        DeclareLaunchArgument("record", default_value="",
-                              description="Record the run into this rosbag2 MCAP directory (empty: no recording)"),
-        OpaqueFunction(function=_nodes),
-    ])
+    return LaunchDescription(dds + declare_arguments() + [OpaqueFunction(function=_nodes)])

@@ -10,8 +10,8 @@
 #   ROS_AUTOMATIC_DISCOVERY_RANGE   default LOCALHOST, only when unset (DDS
 #                                   discovery stays on this machine's loopback)
 #   RCUTILS_COLORIZED_OUTPUT=0      when stdout is not a terminal
-# and puts install/monologue_bringup/lib/monologue_bringup (monologue-demo, ...)
-# on PATH.
+# and puts install/monologue_bringup/lib/monologue_bringup (monologue-up, monologue-human)
+# and install/monologue_eval/lib/monologue_eval (monologue-demo, monologue-bench, ...) on PATH.
 # On a venv made by `MONOLOGUE_USE_SYSTEM_ROS=1 scripts/setup.sh` it sources
 # /opt/ros/jazzy/setup.bash (or MONOLOGUE_ROS_SETUP) first instead of using the
 # wheels' prefix.
@@ -74,6 +74,12 @@ _monologue_env() {
   local bringup_bin="$root/install/monologue_bringup/lib/monologue_bringup"
   if [ -d "$bringup_bin" ]; then
     case ":$PATH:" in *":$bringup_bin:"*) ;; *) export PATH="$bringup_bin:$PATH" ;; esac
+  fi
+
+  # monologue_eval's console scripts (monologue-demo, monologue-bench, monologue-replay, ...).
+  local eval_bin="$root/install/monologue_eval/lib/monologue_eval"
+  if [ -d "$eval_bin" ]; then
+    case ":$PATH:" in *":$eval_bin:"*) ;; *) export PATH="$eval_bin:$PATH" ;; esac
   fi
 
   [ "$restore_u" = 1 ] && set -u

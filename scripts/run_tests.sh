@@ -2,8 +2,10 @@
 # scripts/run_tests.sh - lint, type-check and test the workspace.
 #
 #   1. ruff check over src/ and test/                      (fatal)
-#   2. mypy over the ROS-free core packages src/*/*/core    (fatal)
-#   3. pytest over src/*/test and test/ (config: pytest.ini at the root)
+#   2. the import contract between packages (test/import_contract.py)  (fatal)
+#   3. mypy over the ROS-free core packages src/*/*/core, the ROS-free libraries
+#      (src/monologue_{llm,domain,vision}) and the typed rclpy adapters (MYPY_ADAPTERS)  (fatal)
+#   4. pytest over src/*/test and test/ (config: pytest.ini at the root)
 #
 # Expects a set-up workspace (`bash scripts/setup.sh`, which `make test` runs
 # first). Extra arguments go to pytest, e.g.
@@ -57,10 +59,21 @@ if [ "$LINT" = 1 ]; then
     echo "==> ruff: no Python files under src/ or test/ yet - skipped"
   fi
 
+  # ---- import contract ---------------------------------------------------
+  t0="$(_now)"
+  echo "==> import contract (test/import_contract.py)"
+  python "$ROOT/test/import_contract.py" "$ROOT/src"
+  echo "<== import contract: ok ($(_since "$t0")s)"
+
   # ---- mypy --------------------------------------------------------------
   core_dirs=()
-  for d in src/*/*/core; do
+  for d in src/*/*/core src/monologue_llm/monologue_llm src/monologue_domain/monologue_domain \
+           src/monologue_vision/monologue_vision; do
     [ -d "$d" ] && have_py_files "$d" && core_dirs+=("$d")
+  done
+  # rclpy adapters that are type-checked too (node modules with the rclpy stubs that exist).
+  for f in ${MYPY_ADAPTERS:-}; do
+    [ -f "$f" ] && core_dirs+=("$f")
   done
   if [ "${#core_dirs[@]}" -gt 0 ]; then
     t0="$(_now)"

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from monologue_domain.tasks import Body, sample_task
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
@@ -23,7 +22,7 @@ ARGS = ["--episodes", "1", "--tasks", "pick_place,stack", "--variants", "im_obje
 
 def _bench(out: Path, env: dict[str, str], timeout_s: float) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("monologue-bench") or ""
-    cmd = [exe] if exe else [sys.executable, "-m", "monologue_bringup.bench"]
+    cmd = [exe] if exe else [sys.executable, "-m", "monologue_eval.bench"]
     return subprocess.run(cmd + ARGS + ["--out", str(out)], env=env, capture_output=True, text=True,
                           timeout=timeout_s)
 

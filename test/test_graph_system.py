@@ -9,7 +9,7 @@ import pytest
 import rclpy
 from rclpy.action import get_action_client_names_and_types_by_node, get_action_server_names_and_types_by_node
 
-from monologue_bringup.demo import run_episode, world_states
+from monologue_eval.demo import run_episode, world_states
 from monologue_bringup.graph import LIVE, select
 from monologue_domain.tasks import matching_bowls_done
 

@@ -54,7 +54,7 @@ def test_bag_info_prints_the_transcript_and_statistics() -> None:
 @pytest.mark.slow
 def test_fixture_replays_to_the_identical_transcript_and_so_does_its_recorded_replay(
         ros_domain: int, tmp_path: Path) -> None:
-    from monologue_bringup.replay import replay
+    from monologue_eval.replay import replay
 
     lines: list[str] = []
     again = tmp_path / "replayed"

@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def camera_graph(ros_domain: int, tmp_path: Path) -> Iterator[Any]:
     """The camera-perception demo graph, recorded into tmp_path/bag; yields (log, bag dir, stop)."""
-    from monologue_bringup.demo import CAMERA_PERCEPTION
+    from monologue_eval.demo import CAMERA_PERCEPTION
+
     from monologue_bringup.up import Supervisor
 
     from .conftest import GraphLog
@@ -69,7 +70,7 @@ class Watcher:
 
 
 def test_pick_and_place_judged_from_the_camera(camera_graph) -> None:  # type: ignore[no-untyped-def]
-    from monologue_bringup.demo import run_episode, world_states
+    from monologue_eval.demo import run_episode, world_states
 
     log, bag, stop_graph = camera_graph
     watcher = Watcher()
@@ -115,7 +116,7 @@ def test_pick_and_place_judged_from_the_camera(camera_graph) -> None:  # type: i
 
     # the recorded run replays to the same transcript, with camera perception and the tabletop rule
     # restored from the bag (TF, images and the per-image tool0 transforms keep their stamps)
-    from monologue_bringup.replay import replay
+    from monologue_eval.replay import replay
 
     stop_graph()
     said: list[str] = []

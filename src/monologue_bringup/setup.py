@@ -28,16 +28,12 @@ setup(
     zip_safe=True,
     maintainer='Inner Monologue ROS maintainers',
     maintainer_email='maintainers@inner-monologue-ros.dev',
-    description='Graph description, launch files, bring-up and demo commands.',
+    description='Graph description, launch files, the supervisor (monologue-up) and the human console.',
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
             'monologue-up = monologue_bringup.up:main',
-            'monologue-demo = monologue_bringup.demo:main',
             'monologue-human = monologue_bringup.human:main',
-            'monologue-replay = monologue_bringup.replay:main',
-            'monologue-bag-info = monologue_bringup.bag_info:main',
-            'monologue-bench = monologue_bringup.bench:main',
         ],
     },
 )

@@ -14,6 +14,6 @@ setup(
     zip_safe=True,
     maintainer='Inner Monologue ROS maintainers',
     maintainer_email='maintainers@inner-monologue-ros.dev',
-    description='ROS-free domain library of the Inner Monologue graph: transcript events, tabletop world constants, task families and rewards.',
+    description='ROS-free domain library of the Inner Monologue graph: transcript events, the tabletop world (constants, scene sampler, kinematic model), scene objects, skills, task families and rewards; plus the one message adapter (monologue_domain.msgs) for scene objects and descriptions.',
     license='Apache-2.0',
 )

@@ -24,6 +24,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.serialization import serialize_message
 
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import latched
 from monologue_common.runtime import run_node, to_time
 from monologue_interfaces.action import ExecuteSkill
@@ -35,35 +36,21 @@ from .core.episode import read_recording
 from .core.msgdefs import DefinitionError, MessageDefinitions
 from .core.recording import TopicSelection
 from .core.replay import RecordedSkills
-from .core.timeline import NS, Playback, PlaybackOptions
+from .core.settings import player_settings_from_parameters
+from .core.timeline import NS, Playback
 from .rostypes import message_class, qos_profile, share_dir, to_message
 
 
 class PlayerNode(Node):
     def __init__(self) -> None:
-        super().__init__("bag_player")
-        self.declare_parameter("bag", "")  # rosbag2 directory
-        self.declare_parameter("topics", [""])  # sensor topics to publish (names or fnmatch patterns)
-        self.declare_parameter("rate", 1.0)  # playback speed factor
-        self.declare_parameter("start_offset", 0.0)  # s into the bag
-        self.declare_parameter("loop", False)  # plain playback only
-        self.declare_parameter("hold_period", 0.2)  # s between re-publications while waiting; 0 = off
-        self.declare_parameter("episode", True)  # serve the recorded skills and gate playback by them
-        self.declare_parameter("skill_timeout", 120.0)  # s a recorded skill may take to play through
-
-        path = Path(os.path.expanduser(str(self.get_parameter("bag").value)))
-        if not str(self.get_parameter("bag").value):
-            raise ValueError("bag_player: parameter 'bag' (rosbag2 directory) is required")
-        opts = PlaybackOptions(float(self.get_parameter("rate").value),
-                               float(self.get_parameter("start_offset").value),
-                               bool(self.get_parameter("loop").value),
-                               float(self.get_parameter("hold_period").value))
-        opts.validate()
-        self._episode = bool(self.get_parameter("episode").value)
-        self._skill_timeout = float(self.get_parameter("skill_timeout").value)
-        if self._skill_timeout <= 0:
-            raise ValueError("bag_player: skill_timeout must be > 0 s")
-        selection = TopicSelection([t for t in self.get_parameter("topics").value if t])
+        super().__init__("bag_player", **NODE_OPTIONS)
+        s = self.settings = player_settings_from_parameters(parameter_values(self))
+        warn_unused(self, list(s.unused))
+        path = Path(os.path.expanduser(s.bag))
+        opts = s.playback
+        self._episode = s.episode
+        self._skill_timeout = s.skill_timeout
+        selection = TopicSelection(list(s.topics))
         log = logging.getLogger("bag_player")
 
         with Bag(path) as bag:

@@ -22,51 +22,32 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
+
 from .core.bagio import BagError, BagWriter
 from .core.msgdefs import DefinitionError, MessageDefinitions
-from .core.recording import TopicSelection, parse_rates
+from .core.recording import TopicSelection
+from .core.settings import recorder_settings_from_parameters
 from .rostypes import message_class, offered_qos, qos_profile, share_dir
 
 
 class RecorderNode(Node):
     def __init__(self) -> None:
-        super().__init__("recorder")
-        self.declare_parameter("output", "")  # bag directory; may exist (sidecar files) but hold no bag
-        self.declare_parameter("topics", [""])  # names or fnmatch patterns
-        self.declare_parameter("max_rates", [""])  # "<topic pattern>=<Hz>"
-        self.declare_parameter("depth", 100)  # subscription queue depth (messages)
-        self.declare_parameter("discovery_period", 0.5)  # s between graph scans for new topics
-        self.declare_parameter("compress", True)  # zstd-compressed MCAP chunks
-        self.declare_parameter("custom_data", [""])  # "key=value" pairs for metadata.yaml
-
-        out = str(self.get_parameter("output").value)
-        if not out:
-            raise ValueError("recorder: parameter 'output' (bag directory) is required")
-        self._selection = TopicSelection(
-            [t for t in self.get_parameter("topics").value if t],
-            parse_rates(list(self.get_parameter("max_rates").value)),
-        )
-        self._depth = int(self.get_parameter("depth").value)
-        period = float(self.get_parameter("discovery_period").value)
-        if self._depth < 1 or period <= 0:
-            raise ValueError("recorder: depth must be >= 1 and discovery_period > 0 s")
-        custom: dict[str, str] = {}
-        for item in self.get_parameter("custom_data").value:
-            if item:
-                k, sep, v = item.partition("=")
-                if not sep:
-                    raise ValueError(f"recorder: custom_data entries are key=value, got {item!r}")
-                custom[k] = v
+        super().__init__("recorder", **NODE_OPTIONS)
+        s = self.settings = recorder_settings_from_parameters(parameter_values(self))
+        warn_unused(self, list(s.unused))
+        self._selection = TopicSelection(list(s.topics), dict(s.max_rates))
+        self._depth = s.depth
+        custom = dict(s.custom_data)
         custom.setdefault("monologue.recorded_by", f"bag_recorder pid {os.getpid()}")
-        self._writer = BagWriter(Path(os.path.expanduser(out)), MessageDefinitions(share_dir),
-                                 logging.getLogger("recorder.bag"),
-                                 compress=bool(self.get_parameter("compress").value), custom_data=custom)
+        self._writer = BagWriter(Path(os.path.expanduser(s.output)), MessageDefinitions(share_dir),
+                                 logging.getLogger("recorder.bag"), compress=s.compress, custom_data=custom)
         self._writer.open()
         self._subs: dict[str, Any] = {}
         self._failed: set[str] = set()
         self._last_rx = time.monotonic()
         self._group = MutuallyExclusiveCallbackGroup()  # one writer thread at a time, in order
-        self._timer = self.create_timer(period, self._discover)
+        self._timer = self.create_timer(s.discovery_period, self._discover)
         self.get_logger().info(f"recording {self._selection.patterns} into {self._writer.path}")
         self._discover()
 

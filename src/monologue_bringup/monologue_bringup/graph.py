@@ -1,21 +1,23 @@
 """The node graph, described once. Used by launch/*.launch.py and by `monologue-up` (no rclpy).
 
 Parameters come from config/monologue.yaml, then config/robots/<robot>.yaml, then
-config/llm/<llm>.yaml; later files override earlier ones.
+config/llm/<llm>.yaml; later files override earlier ones. What differs between robots (their own
+processes, the skills backend, the perception source, the success strategy, the scene node) comes
+from the robot table, config/robots.yaml (monologue_domain.robots; docs/adding_a_robot.md).
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
+from monologue_domain.robots import TABLE_FILE, Robot, load_robots
+
 from monologue_bag.core.layout import CASSETTE_FILE, TRANSCRIPTS_DIR
 
-# sim: the MuJoCo tabletop (tabletop_sim) driven like the real UR5e; sim_kinematic: the in-process
-# kinematic tabletop of the skills node (fast; planner mechanics); ur5e: the real arm.
-ROBOTS: tuple[str, ...] = ("sim", "sim_kinematic", "ur5e")
 LLMS: tuple[str, ...] = ("embedded", "openai")
 
 # When a node runs: LIVE = with the robot or simulator; REPLAY = when a bag stands in for them
@@ -49,31 +51,84 @@ GRAPH: tuple[NodeSpec, ...] = (
 )
 
 
-# Nodes that only some robots have, started before GRAPH's.
-ROBOT_NODES: dict[str, tuple[NodeSpec, ...]] = {
-    "sim": (NodeSpec("tabletop_sim", "tabletop_sim", "tabletop_sim", "simulates the arm, camera and objects"),),
-}
+# ---- the robot table (config/robots.yaml) ----------------------------------------------------------
 
 
-def scene_node(robot: str) -> str:
+def _table_dir(config_dir: Path | None) -> Path:
+    """`config_dir`, else the installed config (or the source tree's, if the install predates the table)."""
+    d = Path(config_dir) if config_dir is not None else default_config_dir()
+    if not (d / TABLE_FILE).is_file() and d.resolve() == default_config_dir().resolve():
+        return Path(__file__).resolve().parents[3] / "config"
+    return d
+
+
+@lru_cache(maxsize=16)
+def _load(path: str, _mtime_ns: int) -> dict[str, Robot]:
+    return load_robots(Path(path))
+
+
+def robot_table(config_dir: Path | None = None) -> dict[str, Robot]:
+    """Every robot of `config_dir`/robots.yaml (default: the installed config), in file order."""
+    d = _table_dir(config_dir)
+    f = d / TABLE_FILE
+    return dict(_load(str(d), f.stat().st_mtime_ns if f.is_file() else 0))
+
+
+def robot_entry(robot: str, config_dir: Path | None = None) -> Robot:
+    """The table's entry for `robot`; ValueError naming the choices if there is none."""
+    table = robot_table(config_dir)
+    if robot not in table:
+        raise ValueError(f"unknown robot {robot!r}; choose one of {tuple(table)}")
+    return table[robot]
+
+
+def robots(config_dir: Path | None = None) -> tuple[str, ...]:
+    """The `robot:=` choices (launch file, monologue-up, monologue-demo)."""
+    return tuple(robot_table(config_dir))
+
+
+def simulated_robots(config_dir: Path | None = None) -> tuple[str, ...]:
+    """Robots with a simulated scene (the bench's choices)."""
+    return tuple(n for n, r in robot_table(config_dir).items() if r.simulated)
+
+
+def robot_nodes(robot: str, config_dir: Path | None = None) -> tuple[NodeSpec, ...]:
+    """The processes only `robot` has (simulator, camera driver), LIVE runs only."""
+    return tuple(NodeSpec(n.name, n.package, n.executable, n.role) for n in robot_entry(robot, config_dir).nodes)
+
+
+def scene_node(robot: str, config_dir: Path | None = None) -> str:
     """The node whose `sim.*` parameters (seed, colours, heavy blocks, noise) set a simulated scene."""
-    nodes = {"sim": "tabletop_sim", "sim_kinematic": "skills"}
-    if robot not in nodes:
-        raise ValueError(f"robot {robot!r} has no simulated scene; simulated robots: {sorted(nodes)}")
-    return nodes[robot]
+    entry = robot_entry(robot, config_dir)
+    if not entry.scene_node:
+        raise ValueError(f"robot {robot!r} has no simulated scene; simulated robots: "
+                         f"{sorted(simulated_robots(config_dir))}")
+    return entry.scene_node
 
 
-def graph_for(robot: str, mode: str = LIVE, record: bool = False) -> tuple[NodeSpec, ...]:
+def camera_node(robot: str, config_dir: Path | None = None) -> str:
+    """The node publishing `robot`'s camera images ("" if it has no camera)."""
+    return robot_entry(robot, config_dir).camera
+
+
+def robot_params(robot: str, config_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    """The parameters the table sets: the skills backend plug-in, the perception source, the success
+    strategy (they override the YAML files)."""
+    entry = robot_entry(robot, config_dir)
+    return {"skills": {"backend": entry.skills_backend}, "perception": {"source": entry.perception},
+            "success_detector": {"strategy": entry.success}}
+
+
+def graph_for(robot: str, mode: str = LIVE, record: bool = False,
+              config_dir: Path | None = None) -> tuple[NodeSpec, ...]:
     """The nodes of a LIVE or REPLAY run for `robot`, in start order (the recorder too if recorded)."""
-    if robot not in ROBOTS:
-        raise ValueError(f"unknown robot {robot!r}; choose one of {ROBOTS}")
-    return _pick(all_nodes(robot), mode, record)
+    return _pick(all_nodes(robot, config_dir), mode, record)
 
 
-def all_nodes(robot: str) -> tuple[NodeSpec, ...]:
+def all_nodes(robot: str, config_dir: Path | None = None) -> tuple[NodeSpec, ...]:
     """Every node that can run for `robot`, whatever the mode."""
     first = tuple(s for s in GRAPH if s.runs_in == {RECORD})  # the recorder starts before anything publishes
-    return first + ROBOT_NODES.get(robot, ()) + tuple(s for s in GRAPH if s not in first)
+    return first + robot_nodes(robot, config_dir) + tuple(s for s in GRAPH if s not in first)
 
 
 def _pick(specs: Sequence[NodeSpec], mode: str, record: bool) -> tuple[NodeSpec, ...]:
@@ -141,8 +196,7 @@ def default_config_dir() -> Path:
 
 def params_files(config_dir: Path, robot: str, llm: str) -> list[Path]:
     """Parameter files for a (robot, llm) pair, in override order; raises ValueError if missing."""
-    if robot not in ROBOTS:
-        raise ValueError(f"unknown robot {robot!r}; choose one of {ROBOTS}")
+    robot_entry(robot, config_dir)
     if llm not in LLMS:
         raise ValueError(f"unknown llm {llm!r}; choose one of {LLMS}")
     files = [config_dir / "monologue.yaml", config_dir / "robots" / f"{robot}.yaml",
@@ -153,11 +207,13 @@ def params_files(config_dir: Path, robot: str, llm: str) -> list[Path]:
     return files
 
 
-def node_overrides(spec: NodeSpec, config_dir: Path) -> dict[str, str]:
-    """Parameters that depend on where the config lives."""
+def node_overrides(spec: NodeSpec, config_dir: Path, robot: str | None = None) -> dict[str, str]:
+    """Parameters that depend on where the config lives and, given `robot`, those the robot table sets
+    (robot_params). The launch file and ros_args pass them after the parameter files."""
+    params = dict(robot_params(robot, config_dir).get(spec.name, {})) if robot is not None else {}
     if spec.name == "planner":
-        return {"prompt_dir": str(config_dir / "prompts")}
-    return {}
+        params["prompt_dir"] = str(config_dir / "prompts")
+    return params
 
 
 def ros_args(
@@ -172,15 +228,16 @@ def ros_args(
     args = ["--ros-args", "-r", f"__node:={spec.name}", "--log-level", log_level]
     for f in params_files(config_dir, robot, llm):
         args += ["--params-file", str(f)]
-    params = dict(node_overrides(spec, config_dir))
+    params = dict(node_overrides(spec, config_dir, robot))
     params.update(extra_params or {})
     for k, v in params.items():
         args += ["-p", f"{k}:={v}"]
     return args
 
 
-def find(name: str) -> NodeSpec:
-    specs = GRAPH + tuple(n for extra in ROBOT_NODES.values() for n in extra)
+def find(name: str, config_dir: Path | None = None) -> NodeSpec:
+    """The node called `name`, in the common graph or any robot's own nodes."""
+    specs = GRAPH + tuple(n for r in robot_table(config_dir) for n in robot_nodes(r, config_dir))
     for spec in specs:
         if spec.name == name:
             return spec
@@ -200,3 +257,7 @@ def parse_launch_args(argv: Sequence[str], defaults: Mapping[str, str]) -> tuple
         else:
             rest.append(a)
     return values, rest
+
+
+# The `robot:=` choices of the installed table; pass config_dir to the functions for another table.
+ROBOTS: tuple[str, ...] = robots()

@@ -1,12 +1,16 @@
 """`monologue-up`: start the graph on machines without `ros2 launch` (pip-only ROS 2).
 
 Starts the same processes as launch/monologue.launch.py with `--ros-args --params-file ...`,
-prefixes their output, forwards SIGINT/SIGTERM and stops everything cleanly.
+prefixes their output, forwards SIGINT/SIGTERM and stops everything cleanly; when a node exits, the
+whole graph stops (the launch file does the same).
 
-    monologue-up robot:=sim llm:=embedded [record:=<bag dir>] [--param skills:sim.seed=3] [--log-level debug]
+    monologue-up [robot:=sim] [llm:=embedded] [log_level:=info] [record:=<bag dir>]
+                 [--param skills:sim.seed=3 ...] [--config-dir DIR]
 
+The `key:=value` arguments are the launch file's (LAUNCH_ARGUMENTS, one table for both).
 record:=<dir> also starts the recorder (rosbag2 MCAP into <dir>) and stores the planner's LLM
-cassette and transcript files next to the bag, so `monologue-replay <dir>` can replay the run.
+cassette and transcript files next to the bag, so `monologue-replay <dir>` can replay the run; a
+directory that already holds a bag is refused.
 """
 from __future__ import annotations
 
@@ -18,13 +22,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from monologue_bag.core.layout import bag_files_in
 
 from .graph import (
     LIVE,
+    LLMS,
     RECORD,
+    ROBOTS,
     NodeSpec,
     all_nodes,
     dds_env,
@@ -37,6 +44,49 @@ from .graph import (
 )
 
 Sink = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class LaunchArgument:
+    """One `key:=value` argument of launch/monologue.launch.py and `monologue-up`."""
+
+    name: str
+    default: str
+    description: str
+    choices: tuple[str, ...] = ()  # empty: any value
+
+
+# The launch arguments, one table for the launch files and monologue-up (same names, defaults, choices).
+LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
+    LaunchArgument("robot", "sim", "Which robot backend to drive", ROBOTS),
+    LaunchArgument("llm", "embedded", "LLM backend: embedded Gemma 3 270M or an OpenAI-compatible server", LLMS),
+    LaunchArgument("log_level", "info", "ROS log level of every node (debug, info, warn, error, fatal)"),
+    LaunchArgument("record", "", "Record the run into this rosbag2 MCAP directory (empty: no recording); "
+                   "a directory that already holds a bag is refused"),
+)
+
+
+def launch_values(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """LAUNCH_ARGUMENTS values from `key:=value` items of `argv` (defaults otherwise), and the other items.
+
+    Raises ValueError for an unknown key or a value outside an argument's choices."""
+    values, rest = parse_launch_args(argv, {a.name: a.default for a in LAUNCH_ARGUMENTS})
+    for a in LAUNCH_ARGUMENTS:
+        if a.choices and values[a.name] not in a.choices:
+            raise ValueError(f"{a.name}:={values[a.name]} is not one of {list(a.choices)}")
+    return values, rest
+
+
+def record_dir_error(record: Path | str | None) -> str | None:
+    """Why `record` cannot take a new recording (it already holds a bag), or None if it can (or is unset).
+
+    monologue-up, the launch file, monologue-demo and monologue-replay all refuse such a directory."""
+    if record is None or str(record) == "":
+        return None
+    path = Path(record).expanduser()
+    if bag_files_in(path):
+        return f"{path} already holds a bag; choose a new directory"
+    return None
 
 
 def executable_path(spec: NodeSpec) -> Path:
@@ -173,19 +223,27 @@ def parse_node_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    values, rest = parse_launch_args(argv, {"robot": "sim", "llm": "embedded", "record": ""})
     ap = argparse.ArgumentParser(prog="monologue-up", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="launch arguments:\n" + "\n".join(
+                                     f"  {a.name}:= ({'|'.join(a.choices) or 'any'}, default {a.default!r}) "
+                                     f"{a.description}" for a in LAUNCH_ARGUMENTS))
     ap.add_argument("--param", action="append", default=[], help="node:name=value parameter override")
     ap.add_argument("--config-dir", type=Path, default=None)
-    ap.add_argument("--log-level", default="info")
-    ns = ap.parse_args(rest)
-    record = Path(values["record"]) if values["record"] else None
-    if record is not None and bag_files_in(record):
-        print(f"monologue-up: {record} already holds a bag; choose a new directory", file=sys.stderr)
+    try:
+        values, rest = launch_values(argv)
+        ns = ap.parse_args(rest)
+        node_params = parse_node_params(ns.param)
+    except ValueError as e:
+        print(f"monologue-up: {e}", file=sys.stderr)
         return 2
-    sup = Supervisor(values["robot"], values["llm"], ns.config_dir, parse_node_params(ns.param),
-                     log_level=ns.log_level, record=record)
+    error = record_dir_error(values["record"])
+    if error:
+        print(f"monologue-up: {error}", file=sys.stderr)
+        return 2
+    record = Path(values["record"]) if values["record"] else None
+    sup = Supervisor(values["robot"], values["llm"], ns.config_dir, node_params,
+                     log_level=values["log_level"], record=record)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -16,13 +16,18 @@ from monologue_bringup.graph import (
     REPLAY,
     ROBOTS,
     all_nodes,
+    camera_node,
     find,
     graph_for,
     params_files,
     parse_launch_args,
     record_params,
+    robot_params,
+    robots,
     ros_args,
+    scene_node,
     select,
+    simulated_robots,
 )
 from monologue_bringup.up import Supervisor, parse_node_params
 
@@ -36,11 +41,52 @@ def test_graph_has_the_nodes() -> None:
     assert find("planner").package == "planner_node"
     with pytest.raises(KeyError):
         find("nope")
-    # the physics simulator runs only for robot:=sim, before the rest
+    # the physics simulator runs only for robot:=sim, the RealSense driver only for ur5e, before the rest
     assert [s.name for s in graph_for("sim")] == ["tabletop_sim", *[s.name for s in select(LIVE)]]
-    assert graph_for("sim_kinematic") == select(LIVE) == graph_for("ur5e")
+    assert graph_for("sim_kinematic") == select(LIVE)
+    assert [s.name for s in graph_for("ur5e")] == ["camera", *[s.name for s in select(LIVE)]]
+    assert (find("camera").package, find("camera").executable) == ("perception_node", "realsense_publisher")
+    assert "camera" not in {s.name for s in graph_for("ur5e", REPLAY)}  # a bag holds its images
     with pytest.raises(ValueError):
         graph_for("r2d2")
+
+
+def test_the_robot_table_decides_backend_camera_perception_and_success() -> None:
+    """One vocabulary: a robot name; its entry names the skills plug-in, camera, perception source and
+    success strategy, and the graph passes them to the nodes (after the parameter files)."""
+    assert ROBOTS == robots() == ("sim", "sim_kinematic", "ur5e")
+    assert simulated_robots() == ("sim", "sim_kinematic")
+    assert robot_params("ur5e") == {"skills": {"backend": "ur5e"}, "perception": {"source": "camera"},
+                                    "success_detector": {"strategy": "tabletop"}}
+    assert robot_params("sim")["skills"] == {"backend": "sim"}
+    assert robot_params("sim_kinematic")["skills"] == {"backend": "kinematic"}
+    assert (camera_node("ur5e"), camera_node("sim"), camera_node("sim_kinematic")) == ("camera", "tabletop_sim", "")
+    assert (scene_node("sim"), scene_node("sim_kinematic")) == ("tabletop_sim", "skills")
+    with pytest.raises(ValueError, match="no simulated scene"):
+        scene_node("ur5e")
+    args = ros_args(find("perception"), CONFIG, "ur5e", "embedded", {"score_threshold": "0.2"})
+    assert args[-4:] == ["-p", "source:=camera", "-p", "score_threshold:=0.2"]
+    assert "backend:=kinematic" in ros_args(find("skills"), CONFIG, "sim_kinematic", "embedded")
+    # the table is the only place: no robot's parameter file (nor the skills section) sets what it decides
+    for robot in ROBOTS:
+        for f in params_files(CONFIG, robot, "embedded"):
+            data = yaml.safe_load(f.read_text())
+            if f.name == "monologue.yaml":
+                data = {"skills": data["skills"]}
+            for node, decided in robot_params(robot).items():
+                params = (data.get(node) or {}).get("ros__parameters", {})
+                assert not set(decided) & set(params), f"{f}: {node} sets {set(decided) & set(params)}"
+
+
+def test_a_broken_robot_table_is_refused_with_every_problem() -> None:
+    from monologue_domain.robots import parse_robots
+
+    with pytest.raises(ValueError) as e:
+        parse_robots({"robots": {"spot": {"description": "d", "skills_backend": "spot", "perception": "lidar",
+                                          "success": "tabletop", "camera": "cam"}}})
+    assert "perception: must be one of" in str(e.value) and "'cam' is not one of its nodes" in str(e.value)
+    with pytest.raises(ValueError, match="needs a non-empty"):
+        parse_robots({})
 
 
 def test_live_replay_and_recording_select_from_the_one_list() -> None:
@@ -72,7 +118,7 @@ def test_recording_puts_cassette_and_transcripts_next_to_the_bag(tmp_path: Path)
 def test_every_node_has_a_config_section_and_every_section_a_node() -> None:
     names = {s.name for s in GRAPH}
     for robot in ROBOTS:
-        robot_sections = {s.name for s in all_nodes(robot)}
+        robot_sections = {s.name for s in all_nodes(robot)} | {"/**"}  # /**: the shared llm block
         for llm in LLMS:
             for f in params_files(CONFIG, robot, llm):
                 data = yaml.safe_load(f.read_text())

@@ -1,17 +1,13 @@
-"""The ground-truth state of one object, as every simulator and task reward sees it (no rclpy)."""
+"""The ground-truth state of one object, as every simulator and task reward sees it (no rclpy).
+
+`ObjectState` is the domain `SceneObject` (monologue_domain.scene): a simulator's ground truth is a
+scene object with its colour, segmentation id and `heavy` filled in. The name is kept for the
+simulators' and tasks' signatures.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from .scene import SceneObject
 
+ObjectState = SceneObject
 
-@dataclass(frozen=True)
-class ObjectState:
-    """Ground-truth state of one object or named location; positions in metres, base frame."""
-
-    name: str
-    category: str  # "block", "bowl" or "location"
-    position: tuple[float, float, float]
-    size: tuple[float, float, float]
-    color: str = ""
-    segmentation_id: int = -1
-    properties: dict[str, str] = field(default_factory=dict)
+__all__ = ["ObjectState"]

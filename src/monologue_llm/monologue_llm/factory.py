@@ -39,15 +39,6 @@ _OPENAI: dict[str, tuple[tuple[type, ...], Any]] = {
 }
 ALL_KEYS: frozenset[str] = frozenset(_COMMON) | frozenset(_LLAMA) | frozenset(_OPENAI)
 
-# The `llm.<key>` ROS parameters of every node that builds a backend (planner, success_detector's
-# llm_judge) and their defaults; see make_backend_from_params.
-NODE_PARAMS: dict[str, Any] = {
-    "backend": "llama_cpp", "model_path": "", "n_ctx": 4096, "n_threads": 0, "seed": 0,
-    "base_url": "http://127.0.0.1:8080/v1", "model": "gemma-3-270m", "api_key_env": "OPENAI_API_KEY",
-    "timeout_s": 60.0, "max_retries": 3, "backoff_s": 1.0, "generation_api": "completions",
-    "scoring": "echo_logprobs", "cassette_path": "", "cassette_mode": "off",
-}
-
 
 def _get(cfg: Mapping[str, Any], key: str, spec: tuple[tuple[type, ...], Any]) -> Any:
     types, default = spec
@@ -156,8 +147,15 @@ def make_backend(
 
 
 def make_backend_from_params(params: Mapping[str, Any], logger: logging.Logger | None = None) -> LLMBackend:
-    """:func:`make_backend` for a node's ``llm.*`` parameter values (keys of :data:`NODE_PARAMS`):
-    ``n_threads`` 0 means all CPU cores (llama-cpp-python's own default is half of them)."""
+    """:func:`make_backend` for a node's ``llm.*`` parameters (e.g. ``ParamReader.section("llm")``).
+
+    The block is config/llm/<llm>.yaml's, the only place its values are set: every key of
+    :data:`ALL_KEYS` must be present (no defaults fill in here). ``n_threads`` 0 means all CPU cores
+    (llama-cpp-python's own default is half of them)."""
+    missing = sorted(ALL_KEYS - set(params))
+    if missing:
+        raise ValueError(f"LLM config: missing llm.{', llm.'.join(missing)} (the llm block of "
+                         "config/llm/<llm>.yaml sets every key)")
     cfg = dict(params)
     if cfg.get("n_threads") == 0:
         cfg["n_threads"] = os.cpu_count() or 1

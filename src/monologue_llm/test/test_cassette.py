@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from monologue_llm.base import (
     CandidateScore,
     CassetteMissError,

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from monologue_llm.base import LLMBackend, LLMError
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

@@ -14,12 +14,14 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
 from monologue_common.runtime import run_node
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import SceneDescription, TranscriptEvent
 
-from .core.markers import ADD, CUBE, CYLINDER, MarkerSpec, SceneItem, SceneView, TranscriptView, ViewConfig
+from .core.markers import ADD, CUBE, CYLINDER, MarkerSpec, SceneItem, SceneView, TranscriptView
+from .core.settings import VizSettings, settings_from_parameters
 
 _TYPES = {"text": Marker.TEXT_VIEW_FACING, CUBE: Marker.CUBE, CYLINDER: Marker.CYLINDER}
 _KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptEvent) if n.startswith("KIND_")}
@@ -27,20 +29,10 @@ _KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptE
 
 class VizNode(Node):
     def __init__(self) -> None:
-        super().__init__("viz")
-        self.declare_parameter("frame_id", "base_link")
-        self.declare_parameter("lines", 12)
-        self.declare_parameter("line_height", 0.035)  # m
-        self.declare_parameter("text_size", 0.025)  # m
-        self.declare_parameter("anchor", [0.5, -0.55, 0.45])  # m
-        self.declare_parameter("lifetime", 0.0)  # s
-        p = self.get_parameter
-        anchor = [float(v) for v in p("anchor").value]
-        if len(anchor) != 3:
-            raise ValueError("viz: anchor must be [x, y, z] in m")
-        cfg = ViewConfig(str(p("frame_id").value), int(p("lines").value), float(p("line_height").value),
-                         float(p("text_size").value), (anchor[0], anchor[1], anchor[2]),
-                         lifetime_s=float(p("lifetime").value))
+        super().__init__("viz", **NODE_OPTIONS)
+        self.settings: VizSettings = settings_from_parameters(parameter_values(self))
+        warn_unused(self, list(self.settings.unused))
+        cfg = self.settings.view
         self.view = TranscriptView(cfg)
         self.scene = SceneView(cfg.lifetime_s)
         group = MutuallyExclusiveCallbackGroup()

@@ -20,6 +20,7 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, Vector3
+from monologue_vision.images import decode_color, decode_depth
 from rclpy.callback_groups import CallbackGroup, MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -31,11 +32,12 @@ from monologue_common.qos import LATCHED
 from monologue_interfaces.msg import DetectionQueries, SceneDescription
 from monologue_interfaces.msg import SceneObject as SceneObjectMsg
 
-from .core.detectors import DETECTORS, DetectorConfig, GroundTruthObject, make_detector
+from .core.detectors import GroundTruthObject, make_detector
 from .core.geometry import Intrinsics, in_view, transform_from_quaternion
 from .core.memory import ObjectMemory
-from .core.pipeline import STAGES, Frame, PerceptionPipeline, PipelineConfig, decode_color, decode_depth
+from .core.pipeline import STAGES, Frame, PerceptionPipeline, PipelineConfig
 from .core.scene import SceneObject
+from .core.settings import PerceptionSettings
 from .core.tf_tree import ExtrapolationError, TransformError, TransformTree
 
 try:  # tf2_msgs is not on PyPI; the simulator vendors it, a full ROS install has it.
@@ -49,34 +51,22 @@ def _stamp(msg: Any) -> float:
 
 
 class CameraSource:
-    def __init__(self, node: Node, publish: Callable[[SceneDescription], None], group: CallbackGroup) -> None:
+    def __init__(self, node: Node, settings: PerceptionSettings, publish: Callable[[SceneDescription], None],
+                 group: CallbackGroup) -> None:
         self.node, self._publish = node, publish
         self._log = logging.getLogger("perception.camera")
-        p = self._declare(node)
-        if p["detector"] not in DETECTORS:
-            raise ValueError(f"unknown detector {p['detector']!r}; available: {list(DETECTORS)}")
-        if p["process_rate"] <= 0 or p["sync_tolerance"] <= 0 or p["tf_timeout"] <= 0 or p["tf_cache"] <= 0:
-            raise ValueError("process_rate (Hz), sync_tolerance (s), tf_timeout (s) and tf_cache (s) must be > 0")
-        if p["tf_tolerance"] < 0:
-            raise ValueError("tf_tolerance must be >= 0 s")
-        pose = list(p["static_camera_pose"])
-        if pose and len(pose) != 7:
-            raise ValueError("static_camera_pose must be [x, y, z, qx, qy, qz, qw] (m, unit quaternion) or empty")
+        p = self.p = settings.camera
+        self._gt_topic = settings.ground_truth_topic
+        pose = p.static_camera_pose
         self._static = transform_from_quaternion(pose[:3], pose[3:]) if pose else None
         if TFMessage is None and self._static is None:
-            raise ValueError("tf2_msgs is not importable and static_camera_pose is empty: no camera pose")
-        self.p = p
-        det = make_detector(DetectorConfig(
-            kind=p["detector"], model_path=p["models.model_path"], clip_model_path=p["models.clip_model_path"],
-            mdetr_text_encoder_dir=p["models.mdetr_text_encoder_dir"], mdetr_checkpoint=p["models.mdetr_checkpoint"],
-            mdetr_model_name=p["models.mdetr_model_name"], score_threshold=p["score_threshold"],
-            text_threshold=p["text_threshold"], allow_download=p["models.allow_download"],
-            num_threads=p["models.num_threads"]), self._log)
+            raise ValueError("tf2_msgs is not importable and static_camera_pose is [0.0]: no camera pose")
+        det = make_detector(p.detector, self._log)
         self.pipeline = PerceptionPipeline(det, PipelineConfig(
-            min_score=p["score_threshold"], use_open3d=p["use_open3d"], cloud_stride=p["cloud_stride"]),
+            min_score=p.detector.score_threshold, use_open3d=p.use_open3d, cloud_stride=p.cloud_stride),
             logger=self._log)
-        self.memory = ObjectMemory(p["memory.miss_updates_to_occlude"])
-        self.tf = TransformTree(cache_s=p["tf_cache"], tolerance_s=p["tf_tolerance"])
+        self.memory = ObjectMemory(p.miss_updates_to_occlude)
+        self.tf = TransformTree(cache_s=p.tf_cache, tolerance_s=p.tf_tolerance)
         self._lock = threading.Lock()
         self._color: Image | None = None
         self._depth: Image | None = None
@@ -88,10 +78,10 @@ class CameraSource:
         self._newest_stamp = -math.inf  # s, newest colour image stamp
         self._marker_ids: dict[str, int] = {}
         sensor_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        node.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos, callback_group=group)
-        node.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos, callback_group=group)
-        node.create_subscription(CameraInfo, p["info_topic"], self._on_info, sensor_qos, callback_group=group)
-        node.create_subscription(SceneDescription, p["ground_truth_topic"], self._on_gt, LATCHED,
+        node.create_subscription(Image, p.color_topic, self._on_color, sensor_qos, callback_group=group)
+        node.create_subscription(Image, p.depth_topic, self._on_depth, sensor_qos, callback_group=group)
+        node.create_subscription(CameraInfo, p.info_topic, self._on_info, sensor_qos, callback_group=group)
+        node.create_subscription(SceneDescription, self._gt_topic, self._on_gt, LATCHED,
                                  callback_group=group)
         self._queries: list[str] = []  # the running task's object names (planner), else []
         self._query_generation = 0
@@ -109,42 +99,12 @@ class CameraSource:
         self._markers = node.create_publisher(MarkerArray, "perception/markers", 10)
         self._diag = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # Polls faster than process_rate so that a pair waiting for /tf is taken as soon as it can be.
-        node.create_timer(min(1.0 / p["process_rate"], 0.05), self._tick,
+        node.create_timer(min(1.0 / p.process_rate, 0.05), self._tick,
                           callback_group=MutuallyExclusiveCallbackGroup())
         node.get_logger().info(
-            f"camera source: detector {det.name}, colour {p['color_topic']}, depth {p['depth_topic']}, "
+            f"camera source: detector {det.name}, colour {p.color_topic}, depth {p.depth_topic}, "
             f"pose from {'TF' if TFMessage is not None else 'static_camera_pose'}"
             f"{' (static fallback)' if TFMessage is not None and self._static is not None else ''}")
-
-    @staticmethod
-    def _declare(node: Node) -> dict[str, Any]:
-        defaults: dict[str, Any] = {
-            "detector": "oracle", "candidates": [""], "base_frame": "base_link",
-            "color_topic": "camera/color/image_raw", "depth_topic": "camera/aligned_depth_to_color/image_raw",
-            "info_topic": "camera/color/camera_info",
-            "static_camera_pose": [0.0],   # [x, y, z, qx, qy, qz, qw] base<-camera_optical; [] or [0.0] = none
-            "process_rate": 2.0, "sync_tolerance": 0.05,  # Hz, s
-            "tf_timeout": 1.0,     # s (wall clock) a pair may wait for /tf to reach its stamp
-            "tf_tolerance": 0.0,   # s a stamp may lie past the newest (or before the oldest) transform
-            "tf_cache": 10.0,      # s of /tf history kept
-            "score_threshold": 0.1, "text_threshold": 0.25, "use_open3d": True, "cloud_stride": 2,
-            "marker_lifetime": 2.0, "memory.miss_updates_to_occlude": 1,
-            "memory.view_margin": 10.0,  # px: an undetected object counts as occluded only if its last
-                                         # position projects this far inside the image (else: out of view)
-            "models.model_path": "", "models.clip_model_path": "", "models.mdetr_text_encoder_dir": "",
-            "models.mdetr_checkpoint": "", "models.mdetr_model_name": "mdetr_resnet101",
-            "models.allow_download": False, "models.num_threads": 0,
-        }
-        out: dict[str, Any] = {}
-        for name, default in defaults.items():
-            if not node.has_parameter(name):
-                node.declare_parameter(name, default)
-            out[name] = node.get_parameter(name).value
-        out["ground_truth_topic"] = node.get_parameter("ground_truth_topic").value
-        out["candidates"] = [c for c in out["candidates"] if c.strip()]
-        pose = list(out["static_camera_pose"])
-        out["static_camera_pose"] = [] if pose in ([], [0.0]) else [float(v) for v in pose]
-        return out
 
     # ------------------------------------------------------------------------------ inputs --
     def _on_color(self, msg: Image) -> None:
@@ -192,7 +152,7 @@ class CameraSource:
         Raises ValueError if there is no transform at all."""
         if TFMessage is not None:
             try:
-                return self.tf.lookup(self.p["base_frame"], frame_id, stamp)
+                return self.tf.lookup(self.p.base_frame, frame_id, stamp)
             except ExtrapolationError as e:
                 if e.future:
                     return None
@@ -203,7 +163,7 @@ class CameraSource:
             why = "tf2_msgs is not importable"
         if self._static is not None:
             return self._static
-        raise ValueError(f"no transform {self.p['base_frame']} <- {frame_id}: {why}")
+        raise ValueError(f"no transform {self.p.base_frame} <- {frame_id}: {why}")
 
     # -------------------------------------------------------------------------- processing --
     def _tick(self) -> None:
@@ -212,20 +172,20 @@ class CameraSource:
         if color is None or depth is None or info is None:
             return
         t_c, t_d = _stamp(color), _stamp(depth)
-        if abs(t_c - t_d) > self.p["sync_tolerance"] or max(t_c, t_d) <= self._last_processed:
+        if abs(t_c - t_d) > self.p.sync_tolerance or max(t_c, t_d) <= self._last_processed:
             return
-        if time.monotonic() - self._last_run < 1.0 / self.p["process_rate"]:
+        if time.monotonic() - self._last_run < 1.0 / self.p.process_rate:
             return
         frame_id = color.header.frame_id or info.header.frame_id
         try:
             with self._lock:
                 pose = self._camera_pose(frame_id, t_c)
             if pose is None:
-                if time.monotonic() - rx < self.p["tf_timeout"]:
+                if time.monotonic() - rx < self.p.tf_timeout:
                     return  # /tf is behind the image: wait for it
-                raise ValueError(f"no transform {self.p['base_frame']} <- {frame_id} at {t_c:.3f} s within "
-                                 f"tf_timeout {self.p['tf_timeout']:.1f} s (newest at "
-                                 f"{self.tf.newest_stamp(self.p['base_frame'], frame_id):.3f} s)")
+                raise ValueError(f"no transform {self.p.base_frame} <- {frame_id} at {t_c:.3f} s within "
+                                 f"tf_timeout {self.p.tf_timeout:.1f} s (newest at "
+                                 f"{self.tf.newest_stamp(self.p.base_frame, frame_id):.3f} s)")
             self._last_processed, self._last_run = max(t_c, t_d), time.monotonic()
             self._process(color, depth, info, gt, pose)
         except ValueError as e:  # bad input: say why, keep running, keep the last description
@@ -245,7 +205,7 @@ class CameraSource:
                  for o in (gt.objects if gt is not None else []) if o.category != "location"]
         with self._lock:
             queries, generation = list(self._queries), self._query_generation
-        candidates = queries or self.p["candidates"] or [o.name for o in truth]
+        candidates = queries or list(self.p.candidates) or [o.name for o in truth]
         if not candidates:
             raise ValueError("no candidate object names (the planner's goal objects, parameter candidates, "
                              "or a ground-truth topic)")
@@ -256,7 +216,7 @@ class CameraSource:
                 return  # a new episode's queries came in while this frame was processed
             objects = self.memory.update(
                 list(result.objects), _stamp(color),
-                in_view=lambda o: in_view(o.position, k, pose, self.p["memory.view_margin"]))
+                in_view=lambda o: in_view(o.position, k, pose, self.p.view_margin))
         t1 = time.perf_counter()
         out = self._scene_msg(color, objects, gt)
         self._publish(out)
@@ -267,7 +227,7 @@ class CameraSource:
     def _scene_msg(self, color: Image, objects: list[SceneObject], gt: SceneDescription | None) -> SceneDescription:
         out = SceneDescription()
         out.header.stamp = color.header.stamp
-        out.header.frame_id = self.p["base_frame"]
+        out.header.frame_id = self.p.base_frame
         out.source = self.pipeline.detector.name
         for o in objects:
             m = SceneObjectMsg()
@@ -288,7 +248,7 @@ class CameraSource:
 
     def _marker_msg(self, scene: SceneDescription) -> MarkerArray:
         arr = MarkerArray()
-        life = self.p["marker_lifetime"]
+        life = self.p.marker_lifetime
         lifetime = Duration(sec=int(life), nanosec=int((life % 1) * 1e9))
         for o in scene.objects:
             if o.category == "location":

@@ -14,28 +14,23 @@ from typing import Any
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import from_time, run_node
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene
 
 from .core.scene import OracleSceneSource, Scene, SceneObject
-
-SOURCES = ("oracle", "camera")
+from .core.settings import PerceptionSettings, settings_from_parameters
 
 
 class PerceptionNode(Node):
     def __init__(self) -> None:
-        super().__init__("perception")
-        self.declare_parameter("source", "oracle")
-        self.declare_parameter("ground_truth_topic", "sim/ground_truth")
-        self.declare_parameter("refresh_timeout", 2.0)  # s
-        source = str(self.get_parameter("source").value)
-        if source not in SOURCES:
-            raise ValueError(f"unknown perception source {source!r}; available: {SOURCES}")
-        self._refresh_timeout = float(self.get_parameter("refresh_timeout").value)
-        if self._refresh_timeout <= 0:
-            raise ValueError("refresh_timeout must be > 0 s")
+        super().__init__("perception", **NODE_OPTIONS)
+        self.settings: PerceptionSettings = settings_from_parameters(parameter_values(self))
+        warn_unused(self, list(self.settings.unused))
+        source = self.settings.source
+        self._refresh_timeout = self.settings.refresh_timeout
         self._oracle = OracleSceneSource()
         self._cond = threading.Condition()
         self._latest: SceneDescription | None = None
@@ -48,12 +43,12 @@ class PerceptionNode(Node):
         self._pub = self.create_publisher(SceneDescription, "scene/description", LATCHED)
         if source == "oracle":
             self._sub = self.create_subscription(
-                SceneDescription, str(self.get_parameter("ground_truth_topic").value), self._on_ground_truth,
+                SceneDescription, self.settings.ground_truth_topic, self._on_ground_truth,
                 LATCHED, callback_group=group)
         else:
             from .camera_source import CameraSource
 
-            self._camera = CameraSource(self, self._publish_scene, group)
+            self._camera = CameraSource(self, self.settings, self._publish_scene, group)
         self._srv = self.create_service(DescribeScene, "describe_scene", self._describe, callback_group=group)
 
     def _publish_scene(self, out: SceneDescription) -> None:

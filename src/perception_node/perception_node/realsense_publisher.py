@@ -16,12 +16,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.runtime import run_node
-from perception_node.core.realsense import CHANNELS, camera_info_fields, color_encoding, depth_units_to_mm
+
+from .core.realsense import CHANNELS, camera_info_fields, color_encoding, depth_units_to_mm
+from .core.settings import RealsenseSettings, realsense_settings_from_parameters
 
 
 def import_pyrealsense2() -> Any:
@@ -40,36 +42,30 @@ def _same_serial(wanted: str, serial: str) -> bool:
 
 class RealsensePublisher(Node):
     def __init__(self) -> None:
-        super().__init__("realsense_publisher")
-        # serial: dynamically typed, as RealSense serials are digits and `-p serial:=...` makes them ints
-        self.declare_parameter("serial", "", ParameterDescriptor(dynamic_typing=True))
-        p = {name: self.declare_parameter(name, default).value for name, default in {
-            "bag_file": "", "loop": True, "width": 640, "height": 480, "fps": 15,
-            "frame_id": "camera_color_optical_frame", "namespace_prefix": "camera", "wait_timeout": 5.0,
-        }.items()}
-        p["serial"] = str(self.get_parameter("serial").value or "")
-        if int(p["width"]) <= 0 or int(p["height"]) <= 0 or int(p["fps"]) <= 0 or float(p["wait_timeout"]) <= 0:
-            raise ValueError("width, height, fps and wait_timeout must be > 0")
+        super().__init__("realsense_publisher", **NODE_OPTIONS)
+        p = realsense_settings_from_parameters(parameter_values(self))
+        warn_unused(self, list(p.unused))
         rs = import_pyrealsense2()
-        self._rs, self._p = rs, p
+        self._rs = rs
+        self._p: RealsenseSettings = p
         cfg = rs.config()
-        bag = str(p["bag_file"])
+        bag = p.bag_file
         if bag:
             if not Path(bag).expanduser().is_file():
                 raise ValueError(f"bag_file {bag} does not exist")
-            cfg.enable_device_from_file(str(Path(bag).expanduser()), repeat_playback=bool(p["loop"]))
+            cfg.enable_device_from_file(str(Path(bag).expanduser()), repeat_playback=p.loop)
         else:
             found = self._require_device()
-            if p["serial"]:
+            if p.serial:
                 cfg.enable_device(found)
-            w, h, fps = int(p["width"]), int(p["height"]), int(p["fps"])
+            w, h, fps = p.width, p.height, p.fps
             cfg.enable_stream(rs.stream.color, w, h, rs.format.rgb8, fps)
             cfg.enable_stream(rs.stream.depth, w, h, rs.format.z16, fps)
         self._cfg, self._bag = cfg, bag
         self._pipeline = rs.pipeline()
         self._start()
         self._align = rs.align(rs.stream.color)
-        prefix = str(p["namespace_prefix"]).rstrip("/")
+        prefix = p.namespace_prefix.rstrip("/")
         self._pub_color = self.create_publisher(Image, f"{prefix}/color/image_raw", 5)
         self._pub_depth = self.create_publisher(Image, f"{prefix}/aligned_depth_to_color/image_raw", 5)
         self._pub_info = self.create_publisher(CameraInfo, f"{prefix}/color/camera_info", 5)
@@ -85,7 +81,7 @@ class RealsensePublisher(Node):
         if not serials:
             raise RuntimeError("no RealSense device connected (query_devices() is empty); "
                                "set bag_file to play a recording")
-        serial = str(self._p["serial"])
+        serial = self._p.serial
         match = [s for s in serials if not serial or _same_serial(serial, s)]
         if not match:
             raise RuntimeError(f"RealSense serial {serial} is not connected (connected: {', '.join(serials)})")
@@ -115,17 +111,17 @@ class RealsensePublisher(Node):
                 return
             except RuntimeError as e:
                 self.get_logger().warning(f"waiting for the RealSense: {e}", throttle_duration_sec=5.0)
-                self._stop.wait(float(self._p["wait_timeout"]))
+                self._stop.wait(self._p.wait_timeout)
 
     def _loop(self) -> None:
-        timeout_ms = int(float(self._p["wait_timeout"]) * 1000)
+        timeout_ms = int(self._p.wait_timeout * 1000)
         while not self._stop.is_set() and self.context.ok():
             try:
                 frames = self._pipeline.wait_for_frames(timeout_ms)
             except RuntimeError as e:
                 if self._stop.is_set():
                     return
-                if (self._playback is not None and not bool(self._p["loop"])
+                if (self._playback is not None and not self._p.loop
                         and self._playback.current_status() == self._rs.playback_status.stopped):
                     self.get_logger().info(f"bag_file {self._bag} played once (loop: false); shutting down")
                     self.context.try_shutdown()
@@ -153,7 +149,7 @@ class RealsensePublisher(Node):
         if not color or not depth:
             return
         stamp = self.get_clock().now().to_msg()
-        fid = str(self._p["frame_id"])
+        fid = self._p.frame_id
         enc = color_encoding(str(color.profile.format()))
         c = np.asanyarray(color.get_data())
         d16 = depth_units_to_mm(np.asanyarray(depth.get_data()), self._depth_scale_m)

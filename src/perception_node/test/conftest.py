@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from perception_node.core.tiny_models import bytes_to_unicode as _bytes_to_unicode
-from perception_node.core.tiny_models import clip_configs as _clip_configs
-from perception_node.core.tiny_models import clip_tokenizer as _clip_tokenizer
-from perception_node.core.tiny_models import tiny_clip
+from monologue_vision.tiny_models import bytes_to_unicode as _bytes_to_unicode
+from monologue_vision.tiny_models import clip_configs as _clip_configs
+from monologue_vision.tiny_models import clip_tokenizer as _clip_tokenizer
+from monologue_vision.tiny_models import tiny_clip
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 WORDS = ["red", "green", "blue", "yellow", "block", "bowl", "plate", "the", "a", "photo", "of", "."]

@@ -1,4 +1,4 @@
-"""The perception benchmark's MuJoCo frames (benchmarks/bench_perception.py): a real simulator frame,
+"""The perception benchmark's MuJoCo frames (monologue_eval/benchmarks/bench_perception.py): a real simulator frame,
 sent through the node's path (16UC1 depth, the pipeline, the scene and marker messages) with the oracle,
 puts every visible block within 1 cm of the simulator's ground truth."""
 from __future__ import annotations
@@ -17,7 +17,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # before anything imports mujoco
 from perception_node.core.detectors import OracleDetector  # noqa: E402
 from perception_node.core.pipeline import PerceptionPipeline  # noqa: E402
 
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_perception.py"
+BENCH = (Path(__file__).resolve().parents[2] / "monologue_eval" / "monologue_eval" / "benchmarks"
+         / "bench_perception.py")
 
 
 @pytest.fixture(scope="module")

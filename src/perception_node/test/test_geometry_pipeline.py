@@ -1,5 +1,5 @@
 """3D grounding on exact synthetic RGB-D frames: oracle boxes -> base-frame positions, table plane
-and clustering, the IM-R place point, occluded-object memory, image decoding, transforms."""
+and clustering, the IM-R place point, occluded-object memory, transforms."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,7 @@ from perception_node.core import geometry as g
 from perception_node.core import synthetic as s
 from perception_node.core.detectors import Detection, GroundTruthObject, OracleDetector
 from perception_node.core.memory import ObjectMemory
-from perception_node.core.pipeline import Frame, PerceptionPipeline, decode_color, decode_depth
+from perception_node.core.pipeline import Frame, PerceptionPipeline
 
 K = g.Intrinsics.from_fov(640, 480, math.radians(42))
 # A wrist camera 55 cm above the table, behind and looking down at the workspace (about 60 deg).
@@ -174,24 +174,6 @@ def test_oracle_skips_objects_out_of_view_and_hidden(tower_frames: tuple[s.Synth
     det.update([*gt(list(after.objects)), far], K, TOP_DOWN, after.depth_m)
     labels = {d.label for d in det.detect_frame(["red block", "green block", "blue block", "far block"])}
     assert labels == {"green block", "blue block"}
-
-
-def test_decode_color_and_depth_round_trip() -> None:
-    rgb = np.random.default_rng(0).integers(0, 255, (4, 5, 3), dtype=np.uint8)
-    assert np.array_equal(decode_color(rgb.tobytes(), 5, 4, "rgb8"), rgb)
-    assert np.array_equal(decode_color(rgb[:, :, ::-1].copy().tobytes(), 5, 4, "bgr8"), rgb)
-    padded = np.zeros((4, 16), np.uint8)
-    padded[:, :15] = rgb.reshape(4, 15)
-    assert np.array_equal(decode_color(padded.tobytes(), 5, 4, "rgb8", step=16), rgb)
-    mm = np.array([[0, 1000], [523, 65535]], dtype=np.uint16)
-    assert np.allclose(decode_depth(mm.tobytes(), 2, 2, "16UC1"), [[0, 1.0], [0.523, 65.535]])
-    m = np.array([[np.nan, 1.5], [np.inf, 0.25]], dtype=np.float32)
-    assert np.allclose(decode_depth(m.tobytes(), 2, 2, "32FC1"), [[0, 1.5], [0, 0.25]])
-    assert np.allclose(decode_depth(mm.astype(">u2").tobytes(), 2, 2, "16UC1", big_endian=True)[0, 1], 1.0)
-    with pytest.raises(ValueError, match="too short"):
-        decode_depth(b"\x00" * 3, 2, 2, "16UC1")
-    with pytest.raises(ValueError, match="unsupported"):
-        decode_color(b"", 1, 1, "yuv422")
 
 
 def test_transforms_and_hand_eye() -> None:

@@ -4,13 +4,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
-
+import yaml
+from monologue_domain.kinematic_world import TabletopWorld
+from monologue_domain.skills import SkillError, SkillRejected
 from monologue_llm.base import CandidateScore, Generation, ScoreResult
+
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
+from planner_node.core.runner import EpisodeRunner
+from planner_node.core.settings import settings_from_parameters
 
 REPO = Path(__file__).resolve().parents[3]
 PROMPT_DIR = REPO / "config" / "prompts"
@@ -43,34 +49,78 @@ class ScriptedScorer:
 
 
 class WorldPorts:
-    """Skills, scene and success ports over the kinematic tabletop (what the nodes do over ROS)."""
+    """Skills, scene and success ports over the kinematic tabletop (what the nodes do over ROS):
+    pick_place as the kinematic skills backend runs it, success by the IM sim rule (4 cm, higher)."""
 
-    def __init__(self, world: object) -> None:
-        from skills_node.core.backend import SimBackend
-        from success_detector_node.core.detectors import SimGeometricDetector
-
-        self.sim = SimBackend(world, logging.getLogger("sim"), phase_duration_s=0.0)  # type: ignore[arg-type]
-        self.detector = SimGeometricDetector()
+    def __init__(self, world: TabletopWorld) -> None:
+        self.world = world
         self.executed: list[tuple[str, tuple[str, ...]]] = []
 
     def affordances(self) -> list[SkillOption]:
-        return [SkillOption(a.skill, a.args, a.affordance) for a in self.sim.affordances()]
+        return [SkillOption(a.skill, a.args, a.affordance) for a in self.world.affordances()]
 
     def execute(self, skill: str, args: Sequence[str], cancel: threading.Event) -> SkillResult:
         self.executed.append((skill, tuple(args)))
         t = time.time()
-        o = self.sim.execute(skill, args, lambda *_: None, cancel)
-        return SkillResult(int(o.error), o.error.name, o.message, o.failed_precondition, t, time.time())
+
+        def result(error: SkillError, message: str, failed: str = "") -> SkillResult:
+            return SkillResult(int(error), error.name, message, failed, t, time.time())
+
+        if skill != "pick_place" or len(args) != 2:
+            return result(SkillError.UNKNOWN_SKILL, f"unknown skill {skill}({', '.join(args)})")
+        if cancel.is_set():
+            return result(SkillError.CANCELED, "cancelled; nothing was moved")
+        try:
+            moved, message = self.world.pick_place(args[0], args[1])
+        except SkillRejected as e:
+            return result(e.error, e.message, e.failed_precondition)
+        return result(SkillError.NONE if moved else SkillError.EXECUTION_FAILED, message)
 
     def describe(self) -> list[SceneItem]:
-        return [SceneItem(s.name, s.category) for s in self.sim.ground_truth()]
+        return [SceneItem(s.name, s.category) for s in self.world.snapshot()]
 
     def detect(self, skill: str, args: Sequence[str], start_s: float, end_s: float) -> SuccessReport:
-        from success_detector_node.core.detectors import SceneEntry
+        if skill != "pick_place" or len(args) != 2 or not self.world.has(args[0]):
+            return SuccessReport(False, 0.5, f"no rule for {skill}({', '.join(args)})")
+        ok = self.world.is_on(args[0], args[1])
+        return SuccessReport(ok, 1.0, f"the {args[0]} is {'' if ok else 'not '}on the {args[1]}")
 
-        scene = {s.name: SceneEntry(s.name, s.category, s.position) for s in self.sim.ground_truth()}
-        v = self.detector.detect(skill, args, scene)
-        return SuccessReport(v.success, v.confidence, v.explanation)
+
+def _flatten(d: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def yaml_parameters(llm: str = "embedded") -> dict[str, object]:
+    """The planner's parameters as the graph gives them: config/monologue.yaml, config/llm/<llm>.yaml
+    (`/**` and `planner` sections) and the bring-up's prompt_dir."""
+    params: dict[str, object] = {}
+    for f in (REPO / "config" / "monologue.yaml", REPO / "config" / "llm" / f"{llm}.yaml"):
+        doc = yaml.safe_load(f.read_text(encoding="utf-8"))
+        for node in ("/**", "planner"):
+            params.update(_flatten(doc.get(node, {}).get("ros__parameters", {})))
+    params["prompt_dir"] = str(PROMPT_DIR)
+    return params
+
+
+@pytest.fixture
+def planner_parameters() -> Callable[..., dict[str, object]]:
+    return yaml_parameters
+
+
+@pytest.fixture
+def make_runner(tmp_path: Path) -> Callable[..., EpisodeRunner]:
+    """EpisodeRunner(settings from the YAML + `overrides`, `llm`, one object as every port)."""
+    def make(llm: Any, ports: Any, robot: Any = None, asker: Any = None, **overrides: object) -> EpisodeRunner:
+        params = {**yaml_parameters(), "transcript_dir": str(tmp_path / "transcripts"), **overrides}
+        return EpisodeRunner(settings_from_parameters(params), llm, ports, ports, ports, robot=robot, asker=asker,
+                             logger=logging.getLogger("planner-test"))
+    return make
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from monologue_domain.transcript import EventKind, Transcript
 
 from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
-from monologue_domain.transcript import EventKind, Transcript
 
 PROMPTS = Path(__file__).resolve().parents[3] / "config" / "prompts"
 
@@ -164,7 +164,7 @@ def test_generated_suffix_is_parsed_and_continue_rendered(scripted) -> None:  # 
 def test_stop_request_ends_with_stopped_by_human(scripted, world_ports, said: str, by_phrase: bool) -> None:  # type: ignore[no-untyped-def]
     """A stop phrase ends the episode at the step boundary; any other interjection after which the LLM
     chooses done also counts as stopped by the person."""
-    from skills_node.core.tabletop import TabletopWorld
+    from monologue_domain.kinematic_world import TabletopWorld
 
     world = TabletopWorld.random(3, num_blocks=2, num_bowls=2, matching_bowls=True)
     ports = world_ports(world)
@@ -231,8 +231,8 @@ def test_articles(word: str, art: str) -> None:
 def test_resume_an_interrupted_episode(tmp_path: Path, scripted, world_ports) -> None:  # type: ignore[no-untyped-def]
     """A crash after an action was sent: the resumed episode settles that action from the world,
     keeps counting steps, and finishes in the same file."""
+    from monologue_domain.kinematic_world import TabletopWorld
     from monologue_domain.transcript import find_interrupted, load_episode
-    from skills_node.core.tabletop import TabletopWorld
 
     world = TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True)
     ports = world_ports(world)
@@ -300,7 +300,7 @@ class Status:
 
 @pytest.mark.parametrize("clears", [True, False])
 def test_planner_pauses_while_the_robot_is_faulted(scripted, world_ports, clears: bool) -> None:  # type: ignore[no-untyped-def]
-    from skills_node.core.tabletop import TabletopWorld
+    from monologue_domain.kinematic_world import TabletopWorld
 
     world = TabletopWorld.random(3, num_blocks=1, num_bowls=1, matching_bowls=True)
     ports = world_ports(world)

@@ -6,14 +6,14 @@ import logging
 from pathlib import Path
 
 import pytest
+from monologue_domain.kinematic_world import TabletopWorld
+from monologue_domain.transcript import EventKind, Transcript
 
 from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.prompts import load_profile
-from monologue_domain.transcript import EventKind, Transcript
-from skills_node.core.tabletop import TabletopWorld
 
 pytestmark = pytest.mark.llm
-PROMPTS = Path(__file__).resolve().parents[4] / "config" / "prompts"
+PROMPTS = Path(__file__).resolve().parents[3] / "config" / "prompts"
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3])
@@ -44,7 +44,7 @@ def test_generative_episode_only_executes_admissible_skills(llama_backend, world
 def test_scene_feedback_episode_mechanics(llama_backend, world_ports) -> None:  # type: ignore[no-untyped-def]
     """IM Object + Scene with the real model: a goal-state thought first, then after every action a
     recomputed progress line listing only goal items, then a thought."""
-    from skills_node.core.tabletop import SceneSpec
+    from monologue_domain.scene_spec import SceneSpec
 
     world = TabletopWorld.from_spec(SceneSpec(("brown", "cyan", "yellow"), ()), seed=1)
     ports = world_ports(world)

@@ -1,7 +1,7 @@
 """The planner node's inbox accepts interjections only for the running episode."""
 from __future__ import annotations
 
-from planner_node.node import HumanInbox
+from planner_node.core.human import HumanInbox
 
 
 def test_inbox_scopes_to_running_episode() -> None:

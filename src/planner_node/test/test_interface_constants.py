@@ -1,11 +1,12 @@
 """Python enums of the core must match the constants in monologue_interfaces (built package)."""
 from __future__ import annotations
 
+from monologue_domain.skills import SkillError, SkillState
+from monologue_domain.transcript import EventKind
+
 from monologue_interfaces.action import ExecuteInstruction, ExecuteSkill
 from monologue_interfaces.msg import TranscriptEvent
 from planner_node.core.monologue import EpisodeError
-from monologue_domain.transcript import EventKind
-from skills_node.core.types import SkillError, SkillState
 
 
 def test_event_kinds_match_msg() -> None:

@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-
+from monologue_domain.kinematic_world import TabletopWorld
+from monologue_domain.scene_spec import SceneSpec
+from monologue_domain.tasks import matching_bowls_done
+from monologue_domain.transcript import EventKind, Transcript, load_episode
 from monologue_llm.base import LLMUnavailableError
+
 from planner_node.core.monologue import DONE_AFFORDANCE, EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.prompts import load_profile
-from monologue_domain.transcript import EventKind, Transcript, load_episode
-from skills_node.core.tabletop import SceneSpec, TabletopWorld
-from monologue_domain.tasks import matching_bowls_done
 
 PROFILE = load_profile(Path(__file__).resolve().parents[3] / "config" / "prompts", "im_sim_object_success")
 
@@ -117,8 +118,8 @@ def test_cancel_before_first_step(make) -> None:
 
 def test_empty_instruction_is_invalid(make) -> None:
     im, _, _, _ = make(TabletopWorld.random(1))
-    assert im.run("   ", EpisodeOptions(), Transcript("e")).error == EpisodeError.INVALID_GOAL
-    assert im.run("x", EpisodeOptions(max_steps=0), Transcript("f")).error == EpisodeError.INVALID_GOAL
+    res = im.run("   ", EpisodeOptions(), Transcript("e"))
+    assert res.error == EpisodeError.INVALID_GOAL and res.reason == "the instruction is empty"
 
 
 class Say:

@@ -6,6 +6,7 @@ and every step is re-rendered from the profile's skill templates.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,9 @@ from planner_node.core.prompts import PromptProfile, load_profile
 
 REPO = Path(__file__).resolve().parents[3]
 PROMPT_DIR = REPO / "config" / "prompts"
-PAPERS = Path("/work/shared/papers")
+# The papers' text (shared beside the repository, not in it); CI without them sets
+# MONOLOGUE_ALLOW_NO_PAPERS=1 to skip the comparison instead of failing.
+PAPERS = REPO.parent / "shared" / "papers"
 SEP = "==============="
 
 PAPER_PROFILES = ["im_sim_object_scene", "im_real_tabletop", "im_kitchen", "im_kitchen_human", "saycan"]
@@ -78,7 +81,10 @@ def test_preamble_matches_the_paper_text_up_to_line_breaks(name: str) -> None:
     fname, first, last, appended = LISTINGS[name]
     path = PAPERS / fname
     if not path.is_file():
-        pytest.skip(f"{path} not available")
+        if os.environ.get("MONOLOGUE_ALLOW_NO_PAPERS") == "1":
+            pytest.skip(f"{path} not available (MONOLOGUE_ALLOW_NO_PAPERS=1)")
+        pytest.fail(f"{path} not available: the papers are expected in ../shared/papers beside the "
+                    "repository (set MONOLOGUE_ALLOW_NO_PAPERS=1 to skip this check)")
     lines = path.read_text(encoding="utf-8").split("\n")[first - 1:last]
     paper = "\n".join(ln for ln in lines if ln.strip())
     pre = profile(name).preamble

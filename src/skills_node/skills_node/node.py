@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from typing import Any
 
@@ -12,45 +11,32 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, latched
 from monologue_common.runtime import run_node
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import AffordanceReport, SceneDescription, SceneObject, SkillAffordance
 from monologue_interfaces.srv import GetAffordances
 
-from .core.backend import SimBackend, SkillBackend
-from .core.tabletop import PlaceNoise, SceneSpec, TabletopWorld, random_spec
+from .backends import BackendHandle, settings_from_parameters
 from .core.types import ObjectState, SkillState
-
-# kinematic: the in-process tabletop (fast, for planner mechanics); sim: the physics simulator
-# (tabletop_sim) through arm/command; ur5e: the real arm through ur_rtde.
-BACKENDS = ("kinematic", "sim", "ur5e")
 
 
 class SkillsNode(Node):
-    def __init__(self) -> None:
-        super().__init__("skills")
-        self.declare_parameter("backend", "sim")
-        self.declare_parameter("frame_id", "base_link")
-        self.declare_parameter("ground_truth_rate", 5.0)  # Hz
-        self.declare_parameter("sim.seed", -1)  # -1: random
-        self.declare_parameter("sim.num_blocks", 3)
-        self.declare_parameter("sim.num_bowls", 3)
-        self.declare_parameter("sim.matching_bowls", True)
-        self.declare_parameter("sim.block_colors", [""])  # explicit colours override random ones
-        self.declare_parameter("sim.bowl_colors", [""])
-        self.declare_parameter("sim.heavy_blocks", [""])  # colours of blocks too heavy to lift
-        self.declare_parameter("sim.place_noise_std", 0.0)  # m
-        self.declare_parameter("sim.phase_duration", 0.1)  # s per motion phase
-        self.declare_parameter("sim.completed_affordance", 0.0)
+    """The backend is the plug-in the `backend` parameter names (the robot table's skills_backend)."""
 
-        self._frame = str(self.get_parameter("frame_id").value)
-        self._arm_bridge: Any = None  # ArmRosBridge for arm backends
-        self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
+    def __init__(self) -> None:
+        super().__init__("skills", **NODE_OPTIONS)
+        settings, unused = settings_from_parameters(parameter_values(self))
+        warn_unused(self, unused)
+        self.settings = settings
+        self._frame = settings.frame_id
+        self._gt_pub: Any = None  # sim/ground_truth, only for a simulated world (an oracle's source)
         self._gt_lock = threading.Lock()
         # Every get_affordances answer, for bags (actions and services cannot be recorded on Jazzy).
         self._aff_pub = self.create_publisher(AffordanceReport, "skills/affordances", latched(100))
-        self.backend = self._make_backend()
+        self._handle: BackendHandle = settings.plugin.create(self, settings.backend_settings)
+        self.backend = self._handle.backend
         group = ReentrantCallbackGroup()
         self._action = ActionServer(
             self, ExecuteSkill, "execute_skill",
@@ -60,46 +46,22 @@ class SkillsNode(Node):
             callback_group=group,
         )
         self._srv = self.create_service(GetAffordances, "get_affordances", self._affordances, callback_group=group)
-        rate = float(self.get_parameter("ground_truth_rate").value)
-        if rate <= 0:
-            raise ValueError("ground_truth_rate must be > 0 Hz")
-        self._timer = self.create_timer(1.0 / rate, self._publish_ground_truth)
-        self._publish_ground_truth()
+        if self.backend.ground_truth() is not None:  # a simulated world: publish its ground truth
+            self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
+            self._timer = self.create_timer(1.0 / settings.ground_truth_rate, self.publish_ground_truth)
+            self.publish_ground_truth()
 
-    def _make_backend(self) -> SkillBackend:
-        kind = str(self.get_parameter("backend").value)
-        if kind not in BACKENDS:
-            raise ValueError(f"unknown skills backend {kind!r}; available: {BACKENDS}")
-        if kind in ("ur5e", "sim"):
-            from .arm_ros import ArmRosBridge  # imports ur_rtde only for these backends
+    # ---- BackendHost ---------------------------------------------------------------------------
+    @property
+    def node(self) -> Node:
+        return self
 
-            self._arm_bridge = ArmRosBridge(self, logging.getLogger(f"skills.{kind}"), kind)
-            return self._arm_bridge.backend  # type: ignore[no-any-return]
-        p = self.get_parameter
-        seed = int(p("sim.seed").value)
-        if seed < 0:
-            seed = random.SystemRandom().randrange(1_000_000)
-        blocks = tuple(c for c in p("sim.block_colors").value if c)
-        bowls = tuple(c for c in p("sim.bowl_colors").value if c)
-        heavy = tuple(c for c in p("sim.heavy_blocks").value if c)
-        if blocks or bowls:
-            spec = SceneSpec(blocks, bowls, heavy)
-        else:
-            spec = random_spec(seed, int(p("sim.num_blocks").value), int(p("sim.num_bowls").value),
-                               bool(p("sim.matching_bowls").value))
-            spec = SceneSpec(spec.block_colors, spec.bowl_colors, heavy)
-        noise = float(p("sim.place_noise_std").value)
-        if noise < 0:
-            raise ValueError("sim.place_noise_std must be >= 0 m")
-        world = TabletopWorld.from_spec(
-            spec, seed, place_noise=PlaceNoise(noise),
-            completed_affordance=float(p("sim.completed_affordance").value),
-            logger=logging.getLogger("skills.tabletop"),
-        )
-        self.get_logger().info(
-            f"sim scene (seed {seed}): {', '.join(o.name for o in world.objects)}")
-        return SimBackend(world, logging.getLogger("skills.sim"), float(p("sim.phase_duration").value),
-                          on_change=self._publish_ground_truth)
+    @property
+    def frame_id(self) -> str:
+        return self._frame
+
+    def logger(self, name: str) -> logging.Logger:
+        return logging.getLogger(name)
 
     def _affordances(self, req: GetAffordances.Request, res: GetAffordances.Response) -> GetAffordances.Response:
         try:
@@ -166,11 +128,13 @@ class SkillsNode(Node):
         return result
 
     def destroy_node(self) -> None:
-        if self._arm_bridge is not None:
-            self._arm_bridge.close()
+        self._handle.close()
         super().destroy_node()
 
-    def _publish_ground_truth(self) -> None:
+    def publish_ground_truth(self) -> None:
+        """sim/ground_truth from a simulated world's backend (nothing on real hardware)."""
+        if self._gt_pub is None:  # still being built, or real hardware
+            return
         states = self.backend.ground_truth()
         if states is None:
             return

@@ -66,8 +66,8 @@ def from_pose(m: Pose) -> TcpPose:
 class RosSimArm:
     """ArmPort implemented by goals to tabletop_sim's `arm/command`; every wait is bounded."""
 
-    def __init__(self, node: Node, group: CallbackGroup, command_timeout_s: float = 5.0,
-                 motion_timeout_s: float = 60.0) -> None:
+    def __init__(self, node: Node, group: CallbackGroup, command_timeout_s: float, motion_timeout_s: float) -> None:
+        """Timeouts in s: `command_timeout_s` for goal acceptance and suction, `motion_timeout_s` per motion."""
         self._node = node
         self._client = ActionClient(node, ArmCommand, "arm/command", callback_group=group)
         self._command_timeout = command_timeout_s

@@ -3,33 +3,33 @@
 Strategies (parameter `strategy`, see core/detectors.py): sim_geometric, tabletop (IM real-tabletop
 3 cm / 10 cm rule; the intended place point comes from the latched scene/description at the skill's
 start), clip (CLIP score before/after on camera images from `clip.image_topic`, model `clip.model_path`)
-and llm_judge (an LLM backend built from the `llm.*` parameters, the planner's names and defaults).
+and llm_judge (an LLM backend built from the `llm.*` block of config/llm/<llm>.yaml, shared with the
+planner). Parameters: core/settings.py.
 """
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
+from monologue_llm.base import LLMBackend
+from monologue_llm.factory import make_backend_from_params
+from monologue_vision.images import decode_color
 from numpy.typing import NDArray
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, from_time, run_node, wait_future
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
-from perception_node.core.pipeline import decode_color
-from monologue_llm.base import LLMBackend
-from monologue_llm.factory import NODE_PARAMS as LLM_PARAMS
-from monologue_llm.factory import make_backend_from_params
 
-from .core.detectors import STRATEGIES, Context, ImageTextScorer, SceneEntry, make_detector
+from .core.detectors import Context, ImageTextScorer, SceneEntry, make_detector
 from .core.history import StampedHistory
+from .core.settings import SuccessSettings, settings_from_parameters
 
 
 def _entries(scene: SceneDescription) -> dict[str, SceneEntry]:
@@ -43,43 +43,19 @@ def _entries(scene: SceneDescription) -> dict[str, SceneEntry]:
 
 class SuccessDetectorNode(Node):
     def __init__(self) -> None:
-        super().__init__("success_detector")
-        d = self.declare_parameter
-        d("strategy", "sim_geometric")
-        d("xy_tolerance", 0.04)  # m
-        d("scene_timeout", 5.0)  # s, describe_scene and (clip) a fresh camera image
-        d("stack_tolerance", 0.03)  # m, tabletop: stacking onto a block
-        d("sort_tolerance", 0.10)  # m, tabletop: into a plate/bowl/location
-        d("clip.model_path", "")  # local transformers CLIP directory (nothing is downloaded)
-        d("clip.threshold", 0.5)  # CLIP logit units the score must rise by
-        d("clip.image_topic", "camera/color/image_raw")  # rgb8/bgr8 sensor_msgs/Image
-        d("clip.buffer_size", 60)  # images kept for the image at a skill's start
-        d("clip.buffer_period", 1.0)  # s between kept images (the newest is always kept)
-        for k, v in LLM_PARAMS.items():
-            d(f"llm.{k}", v)
-
-        strategy = str(self._p("strategy"))
-        if strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
-        self._timeout = float(self._p("scene_timeout"))
-        if self._timeout <= 0:
-            raise ValueError("scene_timeout must be > 0 s")
+        super().__init__("success_detector", **NODE_OPTIONS)
+        self.settings: SuccessSettings = settings_from_parameters(parameter_values(self))
+        warn_unused(self, list(self.settings.unused))
+        s = self.settings
+        self._timeout = s.scene_timeout
         self._scorer: ImageTextScorer | None = None
         self._llm: LLMBackend | None = None
-        if strategy == "clip":
+        if s.strategy == "clip":
             self._scorer = self._make_scorer()
-        if strategy == "llm_judge":
-            cfg = {k: self._p(f"llm.{k}") for k in LLM_PARAMS}
-            self.get_logger().info(f"LLM backend {cfg['backend']} loading ...")
-            self._llm = make_backend_from_params(cfg, logging.getLogger("success_detector.llm"))
-        self._detector = make_detector(
-            strategy,
-            {"xy_tolerance_m": float(self._p("xy_tolerance")),
-             "stack_tolerance_m": float(self._p("stack_tolerance")),
-             "sort_tolerance_m": float(self._p("sort_tolerance")),
-             "clip_threshold": float(self._p("clip.threshold"))},
-            scorer=self._scorer, llm=self._llm,
-        )
+        if s.strategy == "llm_judge":
+            self.get_logger().info(f"LLM backend {s.llm.get('backend')} loading ...")
+            self._llm = make_backend_from_params(s.llm, logging.getLogger("success_detector.llm"))
+        self._detector = make_detector(s.strategy, s.detector_params(), scorer=self._scorer, llm=self._llm)
         # Recent scene descriptions, for the scene at a skill's start.
         self._scenes: StampedHistory[SceneDescription] = StampedHistory(200)
         group = ReentrantCallbackGroup()
@@ -89,31 +65,21 @@ class SuccessDetectorNode(Node):
                                                    callback_group=group)
         self._images: StampedHistory[Image] | None = None
         if self._scorer is not None:
-            self._images = StampedHistory(int(self._p("clip.buffer_size")), float(self._p("clip.buffer_period")))
-            self._image_topic = str(self._p("clip.image_topic"))
+            self._images = StampedHistory(s.clip.buffer_size, s.clip.buffer_period)
+            self._image_topic = s.clip.image_topic
             # As perception's camera source: reliable, shallow (the camera publishes reliable).
             self._image_sub = self.create_subscription(Image, self._image_topic, self._on_image,
                                                        QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE),
                                                        callback_group=group)
         self.get_logger().info(f"success detector: {self._detector.name}")
 
-    def _p(self, name: str) -> Any:
-        return self.get_parameter(name).value
-
     def _make_scorer(self) -> ImageTextScorer:
-        from perception_node.core.detectors import ClipScorer
+        from monologue_vision.clip import ClipScorer
 
-        for k in ("clip.threshold", "clip.buffer_period"):
-            if not math.isfinite(float(self._p(k))):
-                raise ValueError(f"{k} must be a finite number, got {self._p(k)}")
-        if float(self._p("clip.buffer_period")) < 0 or int(self._p("clip.buffer_size")) < 1:
-            raise ValueError("clip.buffer_period must be >= 0 s and clip.buffer_size >= 1")
-        if not str(self._p("clip.image_topic")):
-            raise ValueError("clip.image_topic must name the colour image topic")
-        self.get_logger().info(f"CLIP loading from {self._p('clip.model_path')!r} ...")
+        path = self.settings.clip.model_path
+        self.get_logger().info(f"CLIP loading from {path!r} ...")
         # No downloads: clip.model_path must be a local transformers CLIP directory.
-        return ClipScorer(str(self._p("clip.model_path")), allow_download=False,
-                          logger=logging.getLogger("success_detector.clip"))
+        return ClipScorer(path, allow_download=False, logger=logging.getLogger("success_detector.clip"))
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from monologue_llm.base import (
     CandidateScore,
     LLMUnavailableError,
     ScoreResult,
     ScoringUnsupportedError,
 )
+
 from success_detector_node.core.detectors import (
     ClipBeforeAfterDetector,
     Context,
@@ -121,10 +121,10 @@ def test_clip_scorer_error_is_a_failed_verdict() -> None:
 
 
 def test_clip_detector_runs_on_a_real_clip_model_dir(tmp_path: Path) -> None:
-    """The CLIP strategy with perception_node's ClipScorer on a tiny random CLIP saved to disk."""
+    """The CLIP strategy with monologue_vision's ClipScorer on a tiny random CLIP saved to disk."""
     pytest.importorskip("transformers")
-    from perception_node.core.detectors import ClipScorer
-    from perception_node.core.tiny_models import tiny_clip
+    from monologue_vision.clip import ClipScorer
+    from monologue_vision.tiny_models import tiny_clip
 
     d = tiny_clip(tmp_path / "clip")
     det = make_detector("clip", {"clip_threshold": -1e9}, scorer=ClipScorer(str(d)))

@@ -15,12 +15,11 @@ import logging  # noqa: E402
 import random  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, cast  # noqa: E402
 
 import numpy as np  # noqa: E402
 from geometry_msgs.msg import Pose as PoseMsg  # noqa: E402
 from geometry_msgs.msg import PoseStamped, TransformStamped, Vector3  # noqa: E402
-from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
 from rclpy.action import ActionServer, CancelResponse, GoalResponse  # noqa: E402
 from rclpy.action.server import ServerGoalHandle  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup  # noqa: E402
@@ -30,6 +29,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from std_msgs.msg import Bool, Header  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused  # noqa: E402
 from monologue_common.qos import LATCHED  # noqa: E402
 from monologue_common.runtime import run_node  # noqa: E402
 from monologue_interfaces.action import ArmCommand  # noqa: E402
@@ -57,41 +57,35 @@ TF_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=Reli
 TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
-PARAMETERS: dict[str, Any] = {
-    "sim.seed": -1,  # scene seed; -1 = random
-    "sim.num_blocks": 3,  # 0-4 random blocks (when no colours are given)
-    "sim.num_bowls": 3,  # 0-3 random bowls
-    "sim.matching_bowls": True,  # random colours: every block colour also has a bowl
-    "sim.block_colors": [""],  # explicit colours override random ones
-    "sim.bowl_colors": [""],
-    "sim.heavy_blocks": [""],  # colours of blocks too heavy to lift
-    "sim.place_noise_std": 0.0,  # m, N(0, std) on x, y of a released block (IM uses 0.02)
-    "sim.pixel_noise_std": 0.0,  # 8-bit intensity units, N(0, std) on every colour channel
-    "camera.mode": "wrist",  # "wrist" (on the tool, looking down) or "overhead" (fixed, 1 m above)
-    "camera.width": 640,  # px
-    "camera.height": 480,  # px
-    "camera.rate": 2.0,  # Hz (wall clock); frames are rendered only while someone subscribes
-    "camera.fovy": 45.0,  # deg, vertical field of view
-    "real_time_factor": 5.0,  # simulated s per wall s; 0 = as fast as the CPU allows
-    "physics.timestep": 0.002,  # s
-    "physics.contact_force": 5.0,  # N, tool force that ends a move until contact
-    "physics.protective_stop_force": 150.0,  # N, tool force that stops any other motion
-    "ground_truth_rate": 5.0,  # Hz
-    "joint_state_rate": 20.0,  # Hz, joint_states, tcp_pose, suction/holding and /tf (about 2 ms of CPU each)
-}
+
+class _ReadTracking(dict[str, object]):
+    """The parameter values, remembering which ones settings_from_parameters read (the rest are unused)."""
+
+    def __init__(self, values: dict[str, object]) -> None:
+        super().__init__(values)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> object:
+        self.read.add(key)
+        return super().__getitem__(key)
 
 
 class TabletopSimNode(Node):
     def __init__(self) -> None:
-        super().__init__("tabletop_sim")
-        for name, default in PARAMETERS.items():
-            # Dynamic typing: `rate: 2` or `-p camera.rate:=2` (integers) are fine; settings_from_parameters
-            # checks every value's type and range and reports all problems at once.
-            self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
-        raw = {name: self.get_parameter(name).value for name in PARAMETERS}
-        self.settings: SimSettings = settings_from_parameters(raw)
+        super().__init__("tabletop_sim", **NODE_OPTIONS)
+        # Parameters (and their defaults) come from the YAML files only: config/robots/sim.yaml. Integers
+        # are fine where a float is expected (`-p camera.rate:=2`): settings_from_parameters checks them all.
+        raw = _ReadTracking(parameter_values(self))
+        try:
+            self.settings: SimSettings = settings_from_parameters(raw)
+        except KeyError as e:
+            raise ValueError(f"invalid tabletop_sim parameters:\n  {e.args[0]}: missing (set it in "
+                             f"config/robots/sim.yaml or with -p {e.args[0]}:=...)") from None
         s = self.settings
-        self._defaults = raw
+        # sim/reset without counts uses the configured ones (numbers, checked above)
+        self._counts = (int(cast(float, raw["sim.num_blocks"])), int(cast(float, raw["sim.num_bowls"])))
+        warn_unused(self, sorted(k for k in raw if k not in raw.read and k != "use_sim_time"
+                                 and not k.startswith("llm.")))
         self._start_q = PARK_Q if s.camera_mode == "overhead" else HOME_Q
 
         layout = layout_scene(s.spec, s.seed)
@@ -203,10 +197,9 @@ class TabletopSimNode(Node):
 
     # ----- scene services ------------------------------------------------------------------------
     def _reset(self, req: ResetSim.Request, res: ResetSim.Response) -> ResetSim.Response:
-        d = self._defaults
         seed = int(req.seed) if req.seed >= 0 else random.SystemRandom().randrange(1_000_000)
-        blocks = int(req.num_blocks) if req.num_blocks >= 0 else int(d["sim.num_blocks"])
-        bowls = int(req.num_bowls) if req.num_bowls >= 0 else int(d["sim.num_bowls"])
+        blocks = int(req.num_blocks) if req.num_blocks >= 0 else self._counts[0]
+        bowls = int(req.num_bowls) if req.num_bowls >= 0 else self._counts[1]
         try:
             spec = make_spec(seed, blocks, bowls, bool(req.matching_bowls), tuple(req.block_colors),
                              tuple(req.bowl_colors), tuple(req.heavy_blocks))

@@ -6,12 +6,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from monologue_domain.tabletop import BLOCK_SIZE, BOWL_FLOOR
 
 from tabletop_sim.core.arm import ArmController
 from tabletop_sim.core.camera import CameraRenderer, intrinsics
 from tabletop_sim.core.geometry import invert, transform_point
 from tabletop_sim.core.kinematics import PARK_Q
-from tabletop_sim.core.scene import BLOCK_SIZE, BOWL_FLOOR
 from tabletop_sim.core.world import SimWorld
 
 MakeWorld = Callable[..., tuple[SimWorld, ArmController]]
@@ -61,7 +61,7 @@ def test_depth_and_segmentation_match_the_ground_truth(make_world: MakeWorld, ca
 
 
 def _rgb(color: str) -> tuple[float, float, float]:
-    from tabletop_sim.core.scene import COLOR_RGB
+    from monologue_domain.tabletop import COLOR_RGB
 
     return COLOR_RGB[color]
 
@@ -86,7 +86,7 @@ def test_pixel_noise_switch(make_world: MakeWorld) -> None:
 
 
 def test_renderer_follows_a_scene_reset(make_world: MakeWorld) -> None:
-    from tabletop_sim.core.scene import SceneSpec, layout_scene
+    from monologue_domain.scene_spec import SceneSpec, layout_scene
 
     world, _ = make_world(("red",))
     renderer = CameraRenderer(world, "wrist", 160, 120)

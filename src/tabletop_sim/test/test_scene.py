@@ -1,45 +1,27 @@
-"""Scene sampling: IM §4.1 limits, seeds, explicit colours, and agreement with the kinematic sim."""
+"""The simulator's scene content is monologue_domain's (one scene sampler for both worlds): limits,
+explicit colours, heavy blocks, and the palette the renderer uses."""
 from __future__ import annotations
-
-import itertools
-import math
 
 import pytest
 
+from monologue_domain import scene_spec, tabletop
 from tabletop_sim.core import scene
-from tabletop_sim.core.scene import (
-    COLOR_RGB,
-    COLORS,
-    LOCATIONS,
-    MIN_SEPARATION,
-    WORKSPACE_X,
-    WORKSPACE_Y,
-    SceneSpec,
-    layout_scene,
-    make_spec,
-    random_spec,
-)
+from tabletop_sim.core.scene import COLOR_RGB, COLORS, SceneSpec, layout_scene, make_spec, random_spec
 
 
-@pytest.mark.parametrize("seed", range(25))
-def test_random_scenes_respect_the_paper_limits(seed: int) -> None:
-    spec = random_spec(seed, 4, 3)
-    layout = layout_scene(spec, seed)
-    blocks = [o for o in layout.objects if o.category == "block"]
-    bowls = [o for o in layout.objects if o.category == "bowl"]
-    assert len(blocks) == 4 and len(bowls) == 3
-    for o in layout.objects:
-        assert WORKSPACE_X[0] <= o.x <= WORKSPACE_X[1] and WORKSPACE_Y[0] <= o.y <= WORKSPACE_Y[1]
-        assert o.color in COLORS and o.name == f"{o.color} {o.category}"
-    for a, b in itertools.combinations(layout.objects, 2):
-        assert math.hypot(a.x - b.x, a.y - b.y) >= MIN_SEPARATION
-    assert sorted(o.segmentation_id for o in layout.objects) == list(range(1, 8))
+def test_scene_content_is_the_domains() -> None:
+    for name in ("SceneSpec", "SceneLayout", "ObjectPlacement", "layout_scene", "make_spec", "random_spec"):
+        assert getattr(scene, name) is getattr(scene_spec, name), name
+    for name in ("COLORS", "COLOR_RGB", "LOCATIONS", "WORKSPACE_X", "WORKSPACE_Y", "BLOCK_SIZE", "BOWL_DIAMETER",
+                 "BOWL_HEIGHT", "BOWL_FLOOR", "MIN_SEPARATION"):
+        assert getattr(scene, name) is getattr(tabletop, name), name
 
 
 def test_same_seed_same_scene_and_different_seed_differs() -> None:
     a = layout_scene(random_spec(5, 3, 3), 5)
     assert a == layout_scene(random_spec(5, 3, 3), 5)
     assert a != layout_scene(random_spec(6, 3, 3), 6)
+    assert sorted(o.segmentation_id for o in a.objects) == list(range(1, 7))
 
 
 def test_limits_are_enforced() -> None:
@@ -72,14 +54,7 @@ def test_explicit_colours_override_random_ones_and_heavy_applies_to_both() -> No
     assert random_with_heavy.heavy_blocks and random_with_heavy.block_colors == random_spec(2, 2, 2).block_colors
 
 
-def test_both_simulators_agree_on_colours_and_locations() -> None:
-    from skills_node.core import tabletop as kinematic
-
-    assert COLORS == kinematic.COLORS
-    assert LOCATIONS == kinematic.LOCATIONS
-    assert (WORKSPACE_X, WORKSPACE_Y) == (kinematic.WORKSPACE_X, kinematic.WORKSPACE_Y)
-    assert (scene.BLOCK_SIZE, scene.BOWL_DIAMETER, scene.BOWL_HEIGHT, scene.MIN_SEPARATION) == (
-        kinematic.BLOCK_SIZE, kinematic.BOWL_DIAMETER, kinematic.BOWL_HEIGHT, kinematic.MIN_SEPARATION)
+def test_every_colour_has_a_distinct_rgb() -> None:
     assert set(COLOR_RGB) == set(COLORS)
     assert all(0.0 <= c <= 1.0 for rgb in COLOR_RGB.values() for c in rgb)
     assert len(set(COLOR_RGB.values())) == len(COLORS)

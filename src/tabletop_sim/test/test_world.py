@@ -8,13 +8,15 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from monologue_domain.kinematic_world import TabletopWorld
+from monologue_domain.scene_spec import SceneSpec
+from monologue_domain.tabletop import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, LOCATIONS
 
 from tabletop_sim.core.arm import ArmController
 from tabletop_sim.core.geometry import TOOL_DOWN_QUAT, Pose
 from tabletop_sim.core.kinematics import HOME_Q
 from tabletop_sim.core.motion import ArmError
 from tabletop_sim.core.runner import SimRunner
-from tabletop_sim.core.scene import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, LOCATIONS
 from tabletop_sim.core.world import ObjectTruth, SimWorld
 
 from .conftest import LOG
@@ -33,6 +35,32 @@ def test_scene_starts_at_rest_where_it_was_sampled(make_world: MakeWorld) -> Non
         assert math.hypot(placed.x - now.position[0], placed.y - now.position[1]) < 1e-3
         expected_z = BLOCK_SIZE / 2 if now.category == "block" else 0.0
         assert now.position[2] == pytest.approx(expected_z, abs=1e-3)
+
+
+def test_physics_and_kinematic_worlds_start_from_the_same_scene(make_world: MakeWorld) -> None:
+    world, _ = make_world(("red", "blue", "yellow"), ("green", "pink"), heavy=("blue",), seed=11)
+    kinematic = TabletopWorld.from_spec(SceneSpec(("red", "blue", "yellow"), ("green", "pink"), ("blue",)), 11)
+    for k, o in zip(kinematic.objects, world.objects(), strict=True):
+        assert (k.name, k.seg_id, k.heavy) == (o.name, o.segmentation_id, o.heavy)
+        assert math.dist((k.x, k.y, k.z), o.position) < 1e-3  # m, after settling
+
+
+def test_ground_truth_scene_lists_objects_then_locations(make_world: MakeWorld) -> None:
+    world, _ = make_world(("red", "blue"), ("green",), heavy=("blue",))
+    scene = world.ground_truth(12.5)
+    assert (scene.frame, scene.stamp_s, scene.source, scene.held_objects) == ("base_link", 12.5, "ground_truth", ())
+    names = [o.name for o in scene.objects]
+    assert names == ["red block", "blue block", "green bowl", *LOCATIONS]
+    by_name = scene.by_name()
+    for o in world.objects():
+        s = by_name[o.name]
+        assert (s.position, s.size, s.orientation, s.segmentation_id, s.color, s.heavy) == (
+            o.position, o.size, o.orientation, o.segmentation_id, o.color, o.heavy)
+        assert s.visible and s.confidence == 1.0 and s.place_point is None
+    assert by_name["blue block"].heavy and not by_name["red block"].heavy
+    corner = by_name["top left corner"]
+    assert corner.is_location and corner.position == (*LOCATIONS["top left corner"], 0.0)
+    assert corner.size == (0.0, 0.0, 0.0) and corner.segmentation_id == -1
 
 
 def test_pick_and_place_puts_the_block_in_the_bowl(make_world: MakeWorld, pick_place: PickPlace) -> None:

@@ -4,17 +4,13 @@ Plugins: OWL-ViT / OWLv2 and Grounding DINO (transformers), MDETR (the IM paper'
 with an official checkpoint and a local roberta-base directory), CLIP re-ranking of crops, and an oracle
 that projects ground-truth objects into the image and keeps what the depth image shows is visible.
 
-Model weights are never downloaded unless `allow_download` is true: otherwise HF_HUB_OFFLINE is set,
-every `from_pretrained` gets `local_files_only=True`, and a missing directory raises
-ModelLoadError naming the path. torch and transformers are imported on first use (they take
-seconds), through importlib, so this module type-checks and imports without them.
+Model weights are never downloaded unless `allow_download` is true, and torch and transformers are
+imported on first use (monologue_vision.models); the CLIP scorer is monologue_vision.clip's.
 """
 from __future__ import annotations
 
-import importlib
 import logging
 import math
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,11 +18,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from monologue_vision.clip import ClipScorer
+from monologue_vision.images import RgbImage, check_image
+from monologue_vision.models import (
+    ModelLoadError,
+    from_pretrained,
+    import_module,
+    offline_mode,
+    resolve_model,
+    set_threads,
+    to_pil,
+)
 from numpy.typing import NDArray
 
 from .geometry import Box, FloatArray, Intrinsics, apply, invert, valid_depth_mask
 
-RgbImage = NDArray[np.uint8]  # HxWx3, RGB order
 DETECTORS = ("oracle", "owlvit", "owlv2", "grounding_dino", "mdetr")
 
 
@@ -43,10 +49,6 @@ class Detector(Protocol):
     name: str
 
     def detect(self, image: RgbImage, candidates: Sequence[str]) -> list[Detection]: ...
-
-
-class ModelLoadError(RuntimeError):
-    """A model could not be loaded; the message names the path or setting at fault."""
 
 
 def caption(candidates: Sequence[str]) -> str:
@@ -94,60 +96,6 @@ def clip_boxes(detections: Sequence[Detection], width: int, height: int, min_siz
     return out
 
 
-def check_image(image: RgbImage) -> None:
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise ValueError(f"expected an HxWx3 uint8 RGB image, got shape {image.shape} dtype {image.dtype}")
-
-
-# ------------------------------------------------------------------------------ model loading --
-
-def _import(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError as e:
-        raise ModelLoadError(
-            f"python package {name!r} is not installed ({e}); it comes with requirements/runtime.txt") from e
-
-
-def offline_mode(allow_download: bool) -> None:
-    """Forbid the Hugging Face hub unless downloads are explicitly allowed (set before loading)."""
-    if not allow_download:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-
-def resolve_model(path: str, allow_download: bool, what: str) -> str:
-    """A local model directory, or (only with `allow_download`) a hub model id."""
-    if not path.strip():
-        raise ModelLoadError(f"no model path configured for {what} (parameter {what}.model_path)")
-    p = Path(path).expanduser()
-    if p.is_dir():
-        if not (p / "config.json").is_file():
-            raise ModelLoadError(f"{what} model directory {p} has no config.json (not a transformers model dir)")
-        return str(p)
-    if allow_download and not p.is_absolute() and not path.startswith("."):
-        return path  # a hub id such as google/owlvit-base-patch32
-    raise ModelLoadError(
-        f"{what} model directory {p} does not exist (downloads are off: set allow_download true "
-        f"to fetch a hub id, or point {what}.model_path at a local copy; see docs/perception.md)")
-
-
-def _from_pretrained(cls: Any, path: str, allow_download: bool, what: str) -> Any:
-    try:
-        return cls.from_pretrained(path, local_files_only=not allow_download)
-    except (OSError, ValueError) as e:
-        raise ModelLoadError(f"could not load {what} from {path}: {e}") from e
-
-
-def _pil(image: RgbImage) -> Any:
-    return _import("PIL.Image").fromarray(image, mode="RGB")
-
-
-def _threads(num_threads: int) -> None:
-    if num_threads > 0:
-        _import("torch").set_num_threads(num_threads)
-
-
 # ----------------------------------------------------------------------------- OWL-ViT / OWLv2 --
 
 class OwlDetector:
@@ -163,13 +111,13 @@ class OwlDetector:
         self._log = logger or logging.getLogger(__name__)
         offline_mode(allow_download)
         path = resolve_model(model_path, allow_download, version)
-        tf = _import("transformers")
-        _threads(num_threads)
+        tf = import_module("transformers")
+        set_threads(num_threads)
         model_cls = tf.OwlViTForObjectDetection if version == "owlvit" else tf.Owlv2ForObjectDetection
         proc_cls = tf.OwlViTProcessor if version == "owlvit" else tf.Owlv2Processor
-        self._processor = _from_pretrained(proc_cls, path, allow_download, version)
-        self._model = _from_pretrained(model_cls, path, allow_download, version).eval()
-        self._torch = _import("torch")
+        self._processor = from_pretrained(proc_cls, path, allow_download, version)
+        self._model = from_pretrained(model_cls, path, allow_download, version).eval()
+        self._torch = import_module("torch")
         self._log.info("loaded %s from %s", version, path)
 
     def detect(self, image: RgbImage, candidates: Sequence[str]) -> list[Detection]:
@@ -178,7 +126,7 @@ class OwlDetector:
         if not queries:
             raise ValueError("no candidate object names to detect")
         h, w = image.shape[:2]
-        inputs = self._processor(text=[queries], images=_pil(image), return_tensors="pt")
+        inputs = self._processor(text=[queries], images=to_pil(image), return_tensors="pt")
         with self._torch.no_grad():
             outputs = self._model(**inputs)
         # OWLv2 pads the image to a square before resizing: boxes are relative to the padded image.
@@ -206,18 +154,18 @@ class GroundingDinoDetector:
         self._log = logger or logging.getLogger(__name__)
         offline_mode(allow_download)
         path = resolve_model(model_path, allow_download, self.name)
-        tf = _import("transformers")
-        _threads(num_threads)
-        self._processor = _from_pretrained(tf.AutoProcessor, path, allow_download, self.name)
-        self._model = _from_pretrained(tf.AutoModelForZeroShotObjectDetection, path, allow_download,
+        tf = import_module("transformers")
+        set_threads(num_threads)
+        self._processor = from_pretrained(tf.AutoProcessor, path, allow_download, self.name)
+        self._model = from_pretrained(tf.AutoModelForZeroShotObjectDetection, path, allow_download,
                                        self.name).eval()
-        self._torch = _import("torch")
+        self._torch = import_module("torch")
         self._log.info("loaded grounding_dino from %s", path)
 
     def detect(self, image: RgbImage, candidates: Sequence[str]) -> list[Detection]:
         check_image(image)
         h, w = image.shape[:2]
-        inputs = self._processor(images=_pil(image), text=caption(candidates), return_tensors="pt")
+        inputs = self._processor(images=to_pil(image), text=caption(candidates), return_tensors="pt")
         with self._torch.no_grad():
             outputs = self._model(**inputs)
         res = self._processor.post_process_grounded_object_detection(
@@ -232,51 +180,6 @@ class GroundingDinoDetector:
 
 
 # ------------------------------------------------------------------------------------------ CLIP --
-
-class ClipScorer:
-    """CLIP image-text similarity: crop classification and whole-image scores."""
-
-    def __init__(self, model_path: str, allow_download: bool = False, num_threads: int = 0,
-                 logger: logging.Logger | None = None) -> None:
-        self._log = logger or logging.getLogger(__name__)
-        offline_mode(allow_download)
-        path = resolve_model(model_path, allow_download, "clip")
-        tf = _import("transformers")
-        _threads(num_threads)
-        self._processor = _from_pretrained(tf.CLIPProcessor, path, allow_download, "clip")
-        self._model = _from_pretrained(tf.CLIPModel, path, allow_download, "clip").eval()
-        self._torch = _import("torch")
-        self._log.info("loaded clip from %s", path)
-
-    def logits(self, images: Sequence[RgbImage], texts: Sequence[str]) -> FloatArray:
-        """len(images) x len(texts) CLIP logits (scaled cosine similarities)."""
-        if not images or not texts:
-            raise ValueError("need at least one image and one text")
-        inputs = self._processor(text=list(texts), images=[_pil(i) for i in images], return_tensors="pt",
-                                 padding=True, truncation=True)
-        with self._torch.no_grad():
-            out = self._model(**inputs)
-        return np.asarray(out.logits_per_image.float().numpy(), dtype=np.float64)
-
-    def score(self, image: RgbImage, texts: Sequence[str]) -> list[float]:
-        """CLIP logits of one image against each text (the success detector's ImageTextScorer)."""
-        return [float(v) for v in self.logits([image], texts)[0]]
-
-    def classify_crops(self, image: RgbImage, boxes: Sequence[Box], labels: Sequence[str],
-                       pad_fraction: float = 0.1) -> FloatArray:
-        """Softmax over `labels` for each box crop (len(boxes) x len(labels))."""
-        check_image(image)
-        h, w = image.shape[:2]
-        crops = []
-        for b in boxes:
-            pw, ph = (b[2] - b[0]) * pad_fraction, (b[3] - b[1]) * pad_fraction
-            u0, v0 = max(0, int(b[0] - pw)), max(0, int(b[1] - ph))
-            u1, v1 = min(w, int(math.ceil(b[2] + pw)) + 1), min(h, int(math.ceil(b[3] + ph)) + 1)
-            crops.append(np.ascontiguousarray(image[v0:max(v1, v0 + 1), u0:max(u1, u0 + 1)]))
-        logits = self.logits(crops, [f"a photo of a {lbl}" for lbl in labels])
-        e = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)
-
 
 class ClipReranker:
     """Wraps a detector: CLIP re-classifies each box crop over the candidates; the label becomes the
@@ -342,12 +245,12 @@ class MdetrDetector:
             raise ModelLoadError(
                 f"MDETR text encoder directory {text_dir} has no config.json (parameter "
                 "models.mdetr_text_encoder_dir: a local roberta-base copy, see docs/perception.md)")
-        self._torch = _import("torch")
-        self._mdetr = _import("perception_node.core.mdetr")
+        self._torch = import_module("torch")
+        self._mdetr = import_module("perception_node.core.mdetr")
         if model_name not in self._mdetr.MODEL_NAMES:
             raise ModelLoadError(f"MDETR model {model_name!r} is not supported (parameter models.mdetr_model_name); "
                                  f"supported: {list(self._mdetr.MODEL_NAMES)}")
-        _threads(num_threads)
+        set_threads(num_threads)
         try:
             self._model = self._mdetr.load_mdetr(ckpt, text_dir)
         except Exception as e:  # torch.load, transformers and load_state_dict raise many types

@@ -82,3 +82,11 @@ class RobotStatusPort(Protocol):
     def wait_ok(self, timeout_s: float, cancel: threading.Event) -> str | None:
         """Wait up to `timeout_s` s for the robot to be able to move; the remaining fault or None."""
         ...
+
+
+class HumanAsker(Protocol):
+    """Puts a question to a person (the node: the `ask_human` action)."""
+
+    def ask(self, question: str, timeout_s: float, cancel: threading.Event, episode_id: str = "") -> str | None:
+        """The answer, or None after `timeout_s` s (or if nobody can be asked)."""
+        ...

@@ -7,8 +7,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from .tabletop import TabletopWorld
-from .types import Affordance, ObjectState, SkillError, SkillOutcome, SkillRejected, SkillState
+from monologue_domain.kinematic_world import TabletopWorld
+from monologue_domain.objects import ObjectState
+from monologue_domain.skills import Affordance, SkillError, SkillOutcome, SkillRejected, SkillState
+from monologue_domain.tabletop import LOCATIONS
 
 FeedbackFn = Callable[[SkillState, str], None]
 
@@ -34,7 +36,8 @@ class SkillBackend(Protocol):
 
 
 class SimBackend:
-    """Kinematic tabletop backend: IM's scripted pick-and-place with simulated motion time.
+    """Kinematic tabletop backend: IM's scripted pick-and-place on monologue_domain's kinematic world,
+    with simulated motion time.
 
     Motion phases mirror the real arm (hover 15 cm above, descend, suction, lift) and take
     `phase_duration_s` each, so cancelling and feedback behave as on hardware.
@@ -74,8 +77,6 @@ class SimBackend:
             return [o.name for o in self._world.objects]
 
     def locations(self) -> list[str]:
-        from .tabletop import LOCATIONS
-
         return list(LOCATIONS)
 
     def ground_truth(self) -> list[ObjectState]:

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 import numpy as np
-from numpy.typing import NDArray
-
 from monologue_llm.base import ScoreResult, ScoringUnsupportedError, normalize_scores
+from numpy.typing import NDArray
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ class TabletopPlaceDetector:
 
 
 class ImageTextScorer(Protocol):
-    """Image-text similarity, e.g. CLIP logits (perception_node.core.detectors.ClipScorer)."""
+    """Image-text similarity, e.g. CLIP logits (monologue_vision.clip.ClipScorer)."""
 
     def score(self, image: NDArray[np.uint8], texts: Sequence[str]) -> list[float]: ...
 
@@ -278,21 +277,28 @@ class LlmJudgeDetector:
 STRATEGIES = ("sim_geometric", "tabletop", "clip", "llm_judge")
 
 
+def _param(params: Mapping[str, float], key: str, strategy: str) -> float:
+    if key not in params:
+        raise ValueError(f"strategy {strategy!r} needs the parameter {key!r}")
+    return float(params[key])
+
+
 def make_detector(strategy: str, params: Mapping[str, float], scorer: ImageTextScorer | None = None,
                   llm: TextGenerator | CandidateScorer | None = None) -> SuccessDetector:
-    """Build a detector by name; raises ValueError on an unknown strategy or a missing collaborator."""
+    """Build a detector by name from its `params` (xy_tolerance_m; stack_tolerance_m and
+    sort_tolerance_m; clip_threshold: no defaults here, they come from the node's settings); raises
+    ValueError on an unknown strategy, a missing parameter or a missing collaborator."""
     if strategy == "sim_geometric":
-        return SimGeometricDetector(float(params.get("xy_tolerance_m", 0.04)))
+        return SimGeometricDetector(_param(params, "xy_tolerance_m", strategy))
     if strategy == "tabletop":
-        return TabletopPlaceDetector(float(params.get("stack_tolerance_m", 0.03)),
-                                     float(params.get("sort_tolerance_m", 0.10)))
+        return TabletopPlaceDetector(_param(params, "stack_tolerance_m", strategy),
+                                     _param(params, "sort_tolerance_m", strategy))
     if strategy == "clip":
         if scorer is None:
             raise ValueError("strategy 'clip' needs an image-text scorer (a CLIP model path)")
-        return ClipBeforeAfterDetector(scorer, float(params.get("clip_threshold", 0.5)))
+        return ClipBeforeAfterDetector(scorer, _param(params, "clip_threshold", strategy))
     if strategy == "llm_judge":
         if llm is None:
             raise ValueError("strategy 'llm_judge' needs an LLM backend")
         return LlmJudgeDetector(llm)
     raise ValueError(f"unknown success detector strategy {strategy!r}; known: {list(STRATEGIES)}")
-

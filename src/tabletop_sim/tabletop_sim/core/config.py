@@ -6,8 +6,9 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from monologue_domain.scene_spec import SceneSpec, make_spec
+
 from .camera import CAMERAS
-from .scene import SceneSpec, make_spec
 
 MAX_IMAGE_SIZE = (1920, 1080)  # px
 

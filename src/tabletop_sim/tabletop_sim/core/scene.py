@@ -1,19 +1,22 @@
-"""Scene content of the simulated tabletop (IM §4.1): colours, named locations, random scene layouts.
+"""Scene content of the simulated tabletop (IM §4.1), defined once in monologue_domain and re-exported.
 
-Frame: `base_link` of the UR5e, x forward (away from the robot, the "top" of the table), y to the robot's
-left, z up; the table top is the plane z = 0. Every length is in metres.
-
-The colour names, workspace and the 9 named locations are the same as the kinematic world of
-skills_node (skills_node/core/tabletop.py), so both simulators agree on what "top left corner" means.
-The RGB values are Ravens/CLIPort's palette for the same 10 colours (the IM sim was built on Ravens).
+The world's constants (colours, RGB, sizes, workspace, named locations) are monologue_domain.tabletop's;
+the scene spec and layout sampler are monologue_domain.scene_spec's, shared with the kinematic world
+(same seed, same colours and positions). New code imports from monologue_domain directly.
 """
 from __future__ import annotations
 
-import math
-import random
-from dataclasses import dataclass
-
-from monologue_domain.tabletop import (  # noqa: F401  (re-exported: the world's constants)
+from monologue_domain.scene_spec import (
+    ObjectPlacement,
+    SceneLayout,
+    SceneSpec,
+    layout_scene,
+    make_spec,
+    random_spec,
+    resolve_location,
+    sample_positions,
+)
+from monologue_domain.tabletop import (
     BLOCK_SIZE,
     BOWL_DIAMETER,
     BOWL_FLOOR,
@@ -28,138 +31,8 @@ from monologue_domain.tabletop import (  # noqa: F401  (re-exported: the world's
     WORKSPACE_Y,
 )
 
-
-@dataclass(frozen=True)
-class SceneSpec:
-    """Which objects a scene holds: colours of blocks and bowls, and the colours of too-heavy blocks."""
-
-    block_colors: tuple[str, ...]
-    bowl_colors: tuple[str, ...]
-    heavy_blocks: tuple[str, ...] = ()
-
-    def validate(self) -> None:
-        """Raise ValueError for unknown colours, duplicates, too many objects or unknown heavy blocks."""
-        for kind, colors, limit in (("block", self.block_colors, MAX_BLOCKS), ("bowl", self.bowl_colors, MAX_BOWLS)):
-            unknown = [c for c in colors if c not in COLOR_RGB]
-            if unknown:
-                raise ValueError(f"unknown {kind} colour(s) {unknown}; known: {list(COLORS)}")
-            if len(set(colors)) != len(colors):
-                raise ValueError(f"duplicate {kind} colours in {list(colors)}")
-            if len(colors) > limit:
-                raise ValueError(f"a scene holds at most {limit} {kind}s, got {len(colors)}")
-        for color in self.heavy_blocks:
-            if _strip(color, " block") not in self.block_colors:
-                raise ValueError(f"heavy block {color!r} is not one of the blocks {list(self.block_colors)}")
-
-    def is_heavy(self, color: str) -> bool:
-        return any(_strip(h, " block") == color for h in self.heavy_blocks)
-
-
-@dataclass(frozen=True)
-class ObjectPlacement:
-    """One object of a laid-out scene: where it starts (x, y on the table, m) and its identity."""
-
-    name: str  # "red block", "blue bowl"
-    category: str  # "block" or "bowl"
-    color: str
-    x: float  # m
-    y: float  # m
-    segmentation_id: int  # 1.. in scene order; 0 is the background, table and robot
-    heavy: bool = False
-
-
-@dataclass(frozen=True)
-class SceneLayout:
-    """A scene spec placed on the table, reproducibly from `seed`."""
-
-    seed: int
-    spec: SceneSpec
-    objects: tuple[ObjectPlacement, ...]
-
-
-def random_spec(seed: int, num_blocks: int, num_bowls: int, matching_bowls: bool = False) -> SceneSpec:
-    """Random colours (IM §4.1: up to 4 blocks and 3 bowls in the 10 colours), reproducible from seed.
-
-    With matching_bowls, every block colour also has a bowl (needs num_bowls >= num_blocks).
-    """
-    if not 0 <= num_blocks <= MAX_BLOCKS or not 0 <= num_bowls <= MAX_BOWLS:
-        raise ValueError(f"a scene holds 0-{MAX_BLOCKS} blocks and 0-{MAX_BOWLS} bowls")
-    rng = random.Random(seed)
-    blocks = rng.sample(COLORS, num_blocks)
-    if matching_bowls:
-        if num_bowls < num_blocks:
-            raise ValueError("matching_bowls needs at least as many bowls as blocks")
-        rest = [c for c in COLORS if c not in blocks]
-        bowls = list(blocks) + rng.sample(rest, num_bowls - num_blocks)
-        rng.shuffle(bowls)
-    else:
-        bowls = rng.sample(COLORS, num_bowls)
-    return SceneSpec(tuple(blocks), tuple(bowls))
-
-
-def make_spec(
-    seed: int,
-    num_blocks: int,
-    num_bowls: int,
-    matching_bowls: bool = False,
-    block_colors: tuple[str, ...] = (),
-    bowl_colors: tuple[str, ...] = (),
-    heavy_blocks: tuple[str, ...] = (),
-) -> SceneSpec:
-    """The scene spec the simulator's parameters describe: explicit colour lists win over random ones.
-
-    If either colour list is given, both lists are taken as they are (an empty one means no objects of
-    that kind); otherwise colours are drawn with random_spec. heavy_blocks applies in both cases.
-    """
-    if block_colors or bowl_colors:
-        spec = SceneSpec(tuple(block_colors), tuple(bowl_colors), tuple(heavy_blocks))
-    else:
-        drawn = random_spec(seed, num_blocks, num_bowls, matching_bowls)
-        spec = SceneSpec(drawn.block_colors, drawn.bowl_colors, tuple(heavy_blocks))
-    spec.validate()
-    return spec
-
-
-def layout_scene(spec: SceneSpec, seed: int) -> SceneLayout:
-    """Place the spec's objects inside the workspace, at least MIN_SEPARATION apart, reproducibly."""
-    spec.validate()
-    rng = random.Random(seed)
-    names = [(c, "block") for c in spec.block_colors] + [(c, "bowl") for c in spec.bowl_colors]
-    positions = sample_positions(rng, len(names))
-    objects = tuple(
-        ObjectPlacement(
-            name=f"{color} {category}", category=category, color=color, x=x, y=y,
-            segmentation_id=i + 1, heavy=category == "block" and spec.is_heavy(color),
-        )
-        for i, ((color, category), (x, y)) in enumerate(zip(names, positions))
-    )
-    return SceneLayout(seed, spec, objects)
-
-
-def sample_positions(rng: random.Random, n: int, attempts: int = 1000) -> list[tuple[float, float]]:
-    """n points (m) uniformly inside the workspace, pairwise at least MIN_SEPARATION apart."""
-    for _ in range(attempts):
-        pts: list[tuple[float, float]] = []
-        for _ in range(n):
-            for _ in range(200):
-                p = (rng.uniform(*WORKSPACE_X), rng.uniform(*WORKSPACE_Y))
-                if all(math.hypot(p[0] - q[0], p[1] - q[1]) >= MIN_SEPARATION for q in pts):
-                    pts.append(p)
-                    break
-            else:
-                break
-        if len(pts) == n:
-            return pts
-    raise RuntimeError(f"could not place {n} objects {MIN_SEPARATION} m apart in the workspace")
-
-
-def resolve_location(name: str) -> tuple[float, float]:
-    """x, y (m) of a named location; KeyError with the known names otherwise."""
-    try:
-        return LOCATIONS[name]
-    except KeyError:
-        raise KeyError(f"unknown location {name!r}; known: {list(LOCATIONS)}") from None
-
-
-def _strip(text: str, suffix: str) -> str:
-    return text[: -len(suffix)] if text.endswith(suffix) else text
+__all__ = [
+    "BLOCK_SIZE", "BOWL_DIAMETER", "BOWL_FLOOR", "BOWL_HEIGHT", "COLOR_RGB", "COLORS", "LOCATIONS", "MAX_BLOCKS",
+    "MAX_BOWLS", "MIN_SEPARATION", "WORKSPACE_X", "WORKSPACE_Y", "ObjectPlacement", "SceneLayout", "SceneSpec",
+    "layout_scene", "make_spec", "random_spec", "resolve_location", "sample_positions",
+]

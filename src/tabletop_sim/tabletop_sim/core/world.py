@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
+from monologue_domain.scene import LOCATION, Scene, SceneObject
+from monologue_domain.scene_spec import SceneLayout
+from monologue_domain.tabletop import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, BOWL_HEIGHT, LOCATIONS
 
 from .geometry import Pose, Vec, mat_to_quat, wxyz_to_xyzw, xyzw_to_wxyz
 from .kinematics import HOME_Q
 from .model import ModelIndex, ObjectIndex, build_model
 from .motion import ArmError, Trajectory
-from .scene import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, BOWL_HEIGHT, LOCATIONS, SceneLayout
 
 SUCTION_RANGE = (-0.005, 0.003)  # m, signed distance from the TCP to a block's surface that seals
 SUCTION_PAYLOAD = 0.5  # kg, heaviest block the cup lifts
@@ -399,6 +401,18 @@ class SimWorld:
                     size=o.size, segmentation_id=o.segmentation_id, heavy=o.heavy, held=o.name == held,
                 ))
             return out
+
+    def ground_truth(self, stamp_s: float, frame: str = "base_link") -> Scene:
+        """The ground-truth scene (source "ground_truth"): every object, then every named location
+        (on the table, z = 0), and the held object; `stamp_s` is the observation time (s)."""
+        objects = self.objects()
+        scene_objects = [
+            SceneObject(name=o.name, category=o.category, position=o.position, size=o.size,
+                        segmentation_id=o.segmentation_id, color=o.color, orientation=o.orientation, heavy=o.heavy)
+            for o in objects
+        ] + [SceneObject(name=n, category=LOCATION, position=(x, y, 0.0)) for n, (x, y) in LOCATIONS.items()]
+        return Scene(frame=frame, stamp_s=stamp_s, source="ground_truth", objects=tuple(scene_objects),
+                     held_objects=tuple(o.name for o in objects if o.held))
 
     # ----- disturbances --------------------------------------------------------------------------
     def knock_tower(self, speed: float = 0.8) -> list[str]:

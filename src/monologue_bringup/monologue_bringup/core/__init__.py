@@ -1,1 +1,0 @@
-"""ROS-free logic of the bring-up commands (benchmark plan, statistics, reports)."""

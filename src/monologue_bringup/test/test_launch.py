@@ -1,0 +1,158 @@
+"""The launch files, loaded with small stand-ins for `launch` / `launch_ros` (not on PyPI), and the
+launch arguments they share with `monologue-up`: a node that exits shuts the launch down, a record:=
+directory holding a bag is refused, sim.launch.py passes its arguments through."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from monologue_bringup.graph import LIVE, LLMS, ROBOTS, graph_for
+from monologue_bringup.up import LAUNCH_ARGUMENTS, launch_values, main, record_dir_error
+
+REPO = Path(__file__).resolve().parents[3]
+LAUNCH = REPO / "launch"
+
+
+class Recorded:
+    """A launch action stand-in: keeps its arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+
+
+class LaunchConfiguration(Recorded):
+    def perform(self, context: dict[str, str]) -> str:
+        return context[self.args[0]]
+
+
+def _stand_ins() -> dict[str, ModuleType]:
+    mods = {name: ModuleType(name) for name in (
+        "launch", "launch.actions", "launch.event_handlers", "launch.substitutions",
+        "launch.launch_description_sources", "launch_ros", "launch_ros.actions")}
+    kinds = {
+        "launch": ["LaunchDescription"],
+        "launch.actions": ["DeclareLaunchArgument", "OpaqueFunction", "RegisterEventHandler", "SetEnvironmentVariable",
+                           "Shutdown", "IncludeLaunchDescription"],
+        "launch.event_handlers": ["OnProcessExit"],
+        "launch.launch_description_sources": ["PythonLaunchDescriptionSource"],
+        "launch_ros.actions": ["Node"],
+    }
+    for mod, names in kinds.items():
+        for name in names:
+            setattr(mods[mod], name, type(name, (Recorded,), {}))
+    mods["launch.substitutions"].LaunchConfiguration = LaunchConfiguration  # type: ignore[attr-defined]
+    return mods
+
+
+@pytest.fixture
+def load(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, mod in _stand_ins().items():
+        monkeypatch.setitem(sys.modules, name, mod)
+
+    def _load(file: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(file.replace(".", "_"), LAUNCH / file)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    yield _load
+
+
+def _declared(description: Any) -> dict[str, Recorded]:
+    entities = description.args[0]
+    return {e.args[0]: e for e in entities if type(e).__name__ == "DeclareLaunchArgument"}
+
+
+def _context(**values: str) -> dict[str, str]:
+    return {**{a.name: a.default for a in LAUNCH_ARGUMENTS}, **values}
+
+
+def test_arguments_are_monologue_ups_with_the_graphs_choices(load: Any) -> None:
+    declared = _declared(load("monologue.launch.py").generate_launch_description())
+    assert list(declared) == ["robot", "llm", "log_level", "record"]
+    assert declared["robot"].kwargs["choices"] == list(ROBOTS) and declared["robot"].kwargs["default_value"] == "sim"
+    assert declared["llm"].kwargs["choices"] == list(LLMS)
+    assert declared["log_level"].kwargs["default_value"] == "info" and "choices" not in declared["log_level"].kwargs
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_every_node_is_started_and_its_exit_shuts_the_launch_down(load: Any, robot: str) -> None:
+    module = load("monologue.launch.py")
+    actions = module._nodes(_context(robot=robot, log_level="debug"))
+    nodes = [a for a in actions if type(a).__name__ == "Node"]
+    handlers = [a for a in actions if type(a).__name__ == "RegisterEventHandler"]
+    assert [n.kwargs["name"] for n in nodes] == [s.name for s in graph_for(robot, LIVE)]
+    assert len(handlers) == len(nodes)
+    for node, handler in zip(nodes, handlers):
+        on_exit = handler.args[0]
+        assert type(on_exit).__name__ == "OnProcessExit" and on_exit.kwargs["target_action"] is node
+        assert [type(a).__name__ for a in on_exit.kwargs["on_exit"]] == ["Shutdown"]
+        assert node.kwargs["arguments"] == ["--ros-args", "--log-level", "debug"]
+        assert any(str(p).endswith(f"robots/{robot}.yaml") for p in node.kwargs["parameters"])
+
+
+def test_a_record_directory_holding_a_bag_is_refused_and_an_empty_one_records(load: Any, tmp_path: Path) -> None:
+    module = load("monologue.launch.py")
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "metadata.yaml").write_text("rosbag2_bagfile_information: {}\n")
+    assert record_dir_error(used) is not None and record_dir_error(tmp_path / "new") is None
+    assert record_dir_error("") is None and record_dir_error(None) is None
+    with pytest.raises(RuntimeError, match="already holds a bag"):
+        module._nodes(_context(record=str(used)))
+    actions = module._nodes(_context(record=str(tmp_path / "new")))
+    nodes = {a.kwargs["name"]: a for a in actions if type(a).__name__ == "Node"}
+    assert next(iter(nodes)) == "recorder"  # before anything publishes
+    recorder_params = nodes["recorder"].kwargs["parameters"][-1]
+    assert recorder_params["output"] == str((tmp_path / "new").resolve())
+    assert nodes["planner"].kwargs["parameters"][-1]["llm.cassette_mode"] == "record"
+
+
+def test_sim_launch_passes_every_argument_through(load: Any) -> None:
+    description = load("sim.launch.py").generate_launch_description()
+    declared = _declared(description)
+    assert list(declared) == [a.name for a in LAUNCH_ARGUMENTS]
+    assert declared["robot"].kwargs["default_value"] == "sim" and declared["robot"].kwargs["choices"] == list(ROBOTS)
+    include = next(e for e in description.args[0] if type(e).__name__ == "IncludeLaunchDescription")
+    assert include.args[0].args[0] == str(LAUNCH / "monologue.launch.py")
+    passed = dict(include.kwargs["launch_arguments"])
+    assert set(passed) == set(declared)
+    for name, value in passed.items():  # the user's value, not a fixed one
+        assert isinstance(value, LaunchConfiguration) and value.args == (name,)
+
+
+def test_monologue_up_takes_the_same_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    values, rest = launch_values(["robot:=sim_kinematic", "log_level:=debug", "--param", "planner:max_steps=2"])
+    assert values == {"robot": "sim_kinematic", "llm": "embedded", "log_level": "debug", "record": ""}
+    assert rest == ["--param", "planner:max_steps=2"]
+    with pytest.raises(ValueError, match="not one of"):
+        launch_values(["robot:=r2d2"])
+    assert main(["robot:=r2d2"]) == 2
+    used = tmp_path / "bag"
+    used.mkdir()
+    (used / "run_0.mcap").write_bytes(b"")
+    assert main([f"record:={used}"]) == 2
+    assert "already holds a bag" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # one spelling: log_level:=, not --log-level
+        main(["--log-level", "debug"])
+    assert exc.value.code == 2
+
+
+def test_package_xml_depends_on_every_package_the_graph_starts() -> None:
+    import xml.etree.ElementTree as ET
+
+    from monologue_bringup.graph import all_nodes
+
+    root = ET.parse(REPO / "src" / "monologue_bringup" / "package.xml").getroot()
+    exec_depends = {e.text for e in root.iter("exec_depend")}
+    started = {s.package for robot in ROBOTS for s in all_nodes(robot)}
+    assert started <= exec_depends, sorted(started - exec_depends)
+    assert {"launch", "launch_ros", "monologue_common", "monologue_interfaces"} <= exec_depends
+    assert "monologue_eval" not in exec_depends  # eval depends on the bring-up, not the reverse

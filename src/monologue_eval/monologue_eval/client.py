@@ -1,0 +1,125 @@
+"""The evaluation tools' ROS client: one ExecuteInstruction goal to a running graph, and the world after it.
+
+Used by `monologue-demo` (its own graph or a running one), `monologue-bench` and `monologue-replay`.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from monologue_domain.objects import ObjectState
+
+GROUND_TRUTH_TOPIC = "sim/ground_truth"  # the simulator's (or kinematic tabletop's) exact world
+SCENE_TOPIC = "scene/description"  # what perception sees (every robot)
+_CLIENT_IDS = itertools.count()  # one node name per run_episode call (rosout wants unique names)
+
+
+def run_episode(
+    instruction: str,
+    timeout_s: float,
+    print_event: Callable[[Any], None] = print,
+    ready_timeout_s: float = 180.0,
+    goal: Any = None,
+    goal_options: Mapping[str, Any] | None = None,
+    fallback_scene: bool = False,
+) -> tuple[Any, list[Any]]:
+    """Send one ExecuteInstruction goal (`goal`, or one with just `instruction`) to a running graph;
+    return (result, final world objects).
+
+    `goal_options` sets further goal fields (strategy, prompt_profile, *_feedback, max_steps, ...).
+    The final world is the first `sim/ground_truth` message after the result, or the last one before
+    it when none comes within 5 s (a simulator that publishes only on change). With `fallback_scene`,
+    a graph without ground truth (a real robot) is judged from perception's last scene description."""
+    import rclpy
+    from rclpy.action import ActionClient
+    from rclpy.executors import SingleThreadedExecutor
+
+    from monologue_common.qos import LATCHED
+    from monologue_interfaces.action import ExecuteInstruction
+    from monologue_interfaces.msg import SceneDescription
+
+    own_context = not rclpy.ok()
+    if own_context:
+        rclpy.init(args=[])  # not sys.argv: its key:=value arguments are not ROS remappings
+    node = rclpy.create_node(f"monologue_eval_{os.getpid()}_{next(_CLIENT_IDS)}")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    truth: list[Any] = []
+    seen: list[Any] = []
+    received: list[int] = []
+
+    def on_feedback(fb: Any) -> None:
+        received.append(fb.feedback.event.index)
+        print_event(fb.feedback.event)
+
+    node.create_subscription(SceneDescription, GROUND_TRUTH_TOPIC, truth.append, LATCHED)
+    if fallback_scene:
+        node.create_subscription(SceneDescription, SCENE_TOPIC, seen.append, LATCHED)
+    client = ActionClient(node, ExecuteInstruction, "execute_instruction")
+    try:
+        if not client.wait_for_server(timeout_sec=ready_timeout_s):
+            raise TimeoutError(f"planner's execute_instruction not available after {ready_timeout_s:.0f} s")
+        goal = goal if goal is not None else ExecuteInstruction.Goal(instruction=instruction)
+        for name, value in (goal_options or {}).items():
+            if not hasattr(goal, name):
+                raise ValueError(f"ExecuteInstruction goals have no field {name!r}")
+            setattr(goal, name, value)
+        send = client.send_goal_async(goal, feedback_callback=on_feedback)
+        executor.spin_until_future_complete(send, timeout_sec=30.0)
+        handle = send.result()
+        if handle is None or not handle.accepted:
+            raise RuntimeError("the planner rejected the instruction")
+        result_future = handle.get_result_async()
+        deadline = time.monotonic() + timeout_s
+        while not result_future.done():
+            if time.monotonic() > deadline:
+                handle.cancel_goal_async()
+                executor.spin_once(timeout_sec=1.0)
+                raise TimeoutError(f"episode did not finish within {timeout_s:.0f} s; cancelled")
+            executor.spin_once(timeout_sec=0.1)
+        result = result_future.result().result
+        before, before_seen = len(truth), len(seen)
+        end = time.monotonic() + 5.0  # s; feedback may still be in flight after the result
+        while time.monotonic() < end and (len(received) < len(result.transcript) or (
+                len(truth) == before and not (fallback_scene and not truth and len(seen) > before_seen))):
+            executor.spin_once(timeout_sec=0.1)
+        if truth:
+            return result, list(truth[-1].objects)
+        return result, list(seen[-1].objects) if seen else []
+    finally:
+        node.destroy_node()
+        if own_context:
+            rclpy.shutdown()
+
+
+def planner_available(timeout_s: float) -> bool:
+    """True if a planner's execute_instruction action server appears on this ROS domain within `timeout_s` s."""
+    import rclpy
+    from rclpy.action import ActionClient
+
+    from monologue_interfaces.action import ExecuteInstruction
+
+    own_context = not rclpy.ok()
+    if own_context:
+        rclpy.init(args=[])
+    node = rclpy.create_node(f"monologue_eval_probe_{os.getpid()}_{next(_CLIENT_IDS)}")
+    try:
+        return bool(ActionClient(node, ExecuteInstruction, "execute_instruction").wait_for_server(
+            timeout_sec=timeout_s))
+    finally:
+        node.destroy_node()
+        if own_context:
+            rclpy.shutdown()
+
+
+def world_states(objects: Sequence[Any]) -> list[ObjectState]:
+    """SceneObject messages -> ObjectState (positions and sizes in m, base frame)."""
+    return [
+        ObjectState(o.name, o.category, (o.pose.pose.position.x, o.pose.pose.position.y,
+                                         o.pose.pose.position.z),
+                    (o.size.x, o.size.y, o.size.z), color=o.name.rsplit(" ", 1)[0])
+        for o in objects
+    ]

@@ -1,0 +1,1 @@
+"""ROS-free logic of the evaluation tools (benchmark plan, statistics, reports)."""

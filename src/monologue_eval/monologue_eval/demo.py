@@ -1,0 +1,230 @@
+"""`monologue-demo`: run one instruction, print the monologue live, and exit 0 if the world ends up as asked.
+
+    monologue-demo [seed:=N] [blocks:=2|3|4] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
+                   [record:=<bag dir>] [robot:=sim|sim_kinematic] [perception:=oracle|camera]
+                   [log_level:=warn] [--param node:name=value ...]
+    monologue-demo graph:=running [instruction:="..."] [timeout:=600]
+
+graph:=launch (default) brings up its own simulated graph (embedded LLM) on a random scene and stops
+it at the end. The scene (its seed, and 2 or 3 blocks unless `blocks` is given) is printed, so a run
+can be repeated with `seed:=N blocks:=M`. record:=<dir> records the run into a rosbag2 MCAP directory
+with the LLM cassette next to it; `monologue-replay <dir>` replays it, `monologue-bag-info <dir>`
+shows it. It refuses to start when a planner already runs on this ROS_DOMAIN_ID (use graph:=running).
+
+graph:=running starts nothing: it sends the instruction to the planner of a graph already running on
+this ROS_DOMAIN_ID (`monologue-up` or `ros2 launch monologue_bringup monologue.launch.py`) and judges
+the world from its topics (`sim/ground_truth`, or perception's `scene/description` on a real robot).
+The graph's own arguments (robot, llm, scene, recording, parameters) cannot be given then.
+
+The default instruction is judged by its reward ("Put the blocks in their matching bowls."); any
+other instruction by the planner's own verdict.
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from monologue_bringup.graph import parse_launch_args, scene_node
+from monologue_bringup.up import Supervisor, parse_node_params, record_dir_error
+
+from .client import planner_available, run_episode, world_states
+
+__all__ = ["CAMERA_PERCEPTION", "DEFAULT_INSTRUCTION", "main", "run_episode", "world_states"]
+
+DEFAULT_INSTRUCTION = "Put the blocks in their matching bowls."
+# perception:=camera: objects located from the simulator's RGB-D images (boxes from the oracle detector,
+# 3D from depth, TF and open3d); success judged from those positions with IM's real-tabletop x-y rule.
+CAMERA_PERCEPTION: dict[str, dict[str, str]] = {
+    "perception": {"source": "camera", "detector": "oracle", "refresh_timeout": "8.0"},
+    "success_detector": {"strategy": "tabletop"},
+}
+GRAPH_MODES = ("launch", "running")
+DEFAULTS = {
+    "graph": "launch", "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
+    "timeout": "600", "log_level": "warn", "blocks": "0", "record": "", "perception": "oracle",
+}
+# Arguments that describe the graph the demo starts: meaningless with graph:=running.
+OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level")
+RUNNING_READY_S = 15.0  # s to find the running graph's planner
+OWN_GRAPH_PROBE_S = 2.0  # s to look for a planner already running before starting our own graph
+
+
+@dataclass(frozen=True)
+class DemoArgs:
+    """The parsed command line."""
+
+    values: dict[str, str]
+    params: dict[str, dict[str, str]] = field(default_factory=dict)  # --param node:name=value
+    given: frozenset[str] = frozenset()  # key:=value names on the command line
+
+
+class HelpRequested(Exception):
+    """-h / --help."""
+
+
+def parse_args(argv: Sequence[str]) -> DemoArgs:
+    """Parse `key:=value` arguments and `--param node:name=value`; raise ValueError for bad ones."""
+    if any(a in ("-h", "--help") for a in argv):
+        raise HelpRequested
+    values, rest = parse_launch_args(argv, DEFAULTS)
+    extra = [rest[i + 1] for i, a in enumerate(rest[:-1]) if a == "--param"]
+    unexpected = [a for i, a in enumerate(rest) if a != "--param" and (i == 0 or rest[i - 1] != "--param")]
+    if unexpected or len(extra) * 2 != len(rest):
+        raise ValueError(f"unexpected arguments: {unexpected or rest}")
+    given = frozenset(a.split(":=", 1)[0] for a in argv if ":=" in a and not a.startswith("-"))
+    if values["graph"] not in GRAPH_MODES:
+        raise ValueError(f"graph must be one of {list(GRAPH_MODES)}, got {values['graph']!r}")
+    if values["perception"] not in ("oracle", "camera"):
+        raise ValueError("perception must be oracle or camera")
+    if float(values["timeout"]) <= 0:
+        raise ValueError("timeout must be > 0 s")
+    int(values["seed"]), int(values["blocks"])  # ValueError if they are not integers
+    if values["graph"] == "running":
+        clash = sorted(given & set(OWN_GRAPH_ONLY)) + (["--param"] if extra else [])
+        if clash:
+            raise ValueError(f"graph:=running uses the running graph as it is; {clash} cannot be given "
+                             "(pass them to monologue-up or the launch file)")
+    return DemoArgs(values, parse_node_params(extra), given)
+
+
+def judge(instruction: str, result: Any, objects: Sequence[Any]) -> bool:
+    """Whether the world satisfies the instruction: the matching-bowls reward on the final objects for
+    the default instruction; the planner's own verdict for any other (no reward function for it)."""
+    from monologue_domain.tasks import matching_bowls_done
+
+    if instruction == DEFAULT_INSTRUCTION:
+        return matching_bowls_done(world_states(objects)) if objects else False
+    return bool(result.success)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parse_args(argv)
+    except HelpRequested:
+        print(__doc__)
+        return 0
+    except ValueError as e:
+        print(f"monologue-demo: {e}\n(monologue-demo --help for the arguments)", file=sys.stderr)
+        return 2
+    if args.values["graph"] == "running":
+        return run_on_running_graph(args.values)
+    return run_own_graph(args)
+
+
+def _report(result: Any, done: bool, t0: float) -> None:
+    print(f"== planner: {'success' if result.success else 'failure'} ({result.reason}); "
+          f"{result.steps_taken} skills in {time.monotonic() - t0:.1f} s")
+    print(f"== world state satisfies the instruction: {done}")
+    print(f"== transcript: {result.transcript_path}")
+
+
+def _show(lock: threading.Lock) -> Any:
+    def show(event: Any) -> None:
+        with lock:
+            print(f"  {event.text}", flush=True)
+
+    return show
+
+
+def run_on_running_graph(values: dict[str, str]) -> int:
+    """graph:=running: one goal to the planner already up on this domain; nothing is started or stopped."""
+    domain = os.environ.get("ROS_DOMAIN_ID", "0")
+    print(f"== Inner Monologue demo on the running graph (ROS_DOMAIN_ID={domain})")
+    print(f"== instruction: {values['instruction']}")
+    t0 = time.monotonic()
+    try:
+        print("== monologue:")
+        result, objects = run_episode(values["instruction"], float(values["timeout"]), _show(threading.Lock()),
+                                      ready_timeout_s=RUNNING_READY_S, fallback_scene=True)
+    except TimeoutError as e:
+        print(f"== demo failed: {e}; is a graph running on ROS_DOMAIN_ID={domain} "
+              "(monologue-up, or ros2 launch monologue_bringup monologue.launch.py)?", file=sys.stderr)
+        return 1
+    except RuntimeError as e:
+        print(f"== demo failed: {e}", file=sys.stderr)
+        return 1
+    done = judge(values["instruction"], result, objects)
+    _report(result, done, t0)
+    return 0 if (result.success and done) else 1
+
+
+def run_own_graph(args: DemoArgs) -> int:
+    """graph:=launch: bring up a simulated graph on a random scene, run the instruction, stop the graph."""
+    values = args.values
+    seed = int(values["seed"])
+    if seed < 0:
+        seed = random.SystemRandom().randrange(100_000)
+    blocks = int(values["blocks"]) or random.Random(seed).choice((2, 3))
+    if not 1 <= blocks <= 4:
+        print("blocks must be 1-4 (IM §4.1 scenes hold at most 4 blocks)", file=sys.stderr)
+        return 2
+    try:
+        scene = scene_node(values["robot"])
+    except ValueError as e:
+        print(f"monologue-demo: {e}", file=sys.stderr)
+        return 2
+    error = record_dir_error(values["record"])
+    if error:
+        print(f"== {error}", file=sys.stderr)
+        return 2
+    record = Path(values["record"]).expanduser() if values["record"] else None
+    if planner_available(OWN_GRAPH_PROBE_S):
+        print(f"== a planner is already running on ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}: "
+              "use `monologue-demo graph:=running` to run the instruction on it, or stop it first",
+              file=sys.stderr)
+        return 2
+    transcripts = Path(os.environ.get("MONOLOGUE_RUNS_DIR", tempfile.gettempdir())) / "monologue_demo"
+    print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} "
+          f"scene seed={seed} blocks={blocks}")
+    print(f"== instruction: {values['instruction']}")
+    lock = threading.Lock()
+
+    def node_log(line: str) -> None:
+        with lock:
+            print(line, flush=True)
+
+    node_params = {
+        scene: {"sim.seed": str(seed), "sim.num_blocks": str(blocks),
+                "sim.num_bowls": str(max(blocks, 3) if blocks <= 3 else 3),
+                "sim.matching_bowls": "true" if blocks <= 3 else "false"},
+    }
+    if record is None:  # a recorded run keeps its transcript files next to the bag
+        node_params["planner"] = {"transcript_dir": str(transcripts)}
+    if values["perception"] == "camera":  # scene and success from the camera images (oracle boxes, depth, open3d)
+        for node, params in CAMERA_PERCEPTION.items():
+            node_params.setdefault(node, {}).update(params)
+    for node, params in args.params.items():  # --param node:name=value wins
+        node_params.setdefault(node, {}).update(params)
+    sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
+                     log_level=values["log_level"], record=record)
+    t0 = time.monotonic()
+    try:
+        sup.start()
+        print("== monologue:")
+        result, objects = run_episode(values["instruction"], float(values["timeout"]), _show(lock))
+    except (TimeoutError, RuntimeError) as e:
+        print(f"== demo failed: {e}", file=sys.stderr)
+        return 1
+    finally:
+        codes = sup.stop()
+    done = judge(values["instruction"], result, objects)
+    _report(result, done, t0)
+    if record is not None:
+        print(f"== bag: {record} (monologue-bag-info {record}; monologue-replay {record})")
+    crashed = {n: c for n, c in codes.items() if c not in (0, -2, 130)}
+    if crashed:
+        print(f"== nodes exited with errors: {crashed}", file=sys.stderr)
+    return 0 if (result.success and done) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

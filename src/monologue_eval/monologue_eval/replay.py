@@ -1,0 +1,242 @@
+"""`monologue-replay <bag>`: replay a recorded run through the live graph and check its transcript.
+
+    monologue-replay <bag dir> [rate:=1.0] [start_offset:=0.0] [timeout:=600] [log_level:=warn]
+                     [record:=<new bag dir>] [--param node:name=value] [--config-dir DIR]
+    monologue-replay <bag dir> play_only:=true [loop:=true] [rate:=...]
+
+Starts the replay graph of graph.py (perception, success detector, planner, viz and the bag player
+in place of the robot or simulator), with the planner answering from the bag's LLM cassette. The bag
+player publishes the recorded sensor topics with their original timing and serves the recorded skill
+results and affordances in step with the planner's goals. Every recorded instruction is sent again
+and the replayed transcript is compared event for event with the recorded one.
+
+Exit status: 0 if every episode reproduced its transcript, 1 at the first differing event (printed
+with the expected and the replayed event), 2 for bad arguments or a bag that cannot be replayed.
+With play_only:=true only the sensor topics are played (into a graph you run yourself, or the replay
+graph's perception), until the end of the bag or Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from monologue_bringup.graph import REPLAY, params_from_custom_data, parse_launch_args
+from monologue_bringup.up import Supervisor, parse_node_params, record_dir_error
+
+CAMERA_REL_TOL = 0.01  # relative tolerance of numbers in event data when perception used the camera
+
+
+def build_goal(spec: Any) -> Any:
+    """monologue_bag GoalSpec -> ExecuteInstruction.Goal."""
+    from monologue_interfaces.action import ExecuteInstruction
+
+    g = ExecuteInstruction.Goal(instruction=spec.instruction, strategy=spec.strategy,
+                                prompt_profile=spec.prompt_profile, max_steps=int(spec.max_steps),
+                                objects=list(spec.objects))
+    for flag, on in spec.flags.items():
+        setattr(g, flag, ExecuteInstruction.Goal.OPTION_ON if on else ExecuteInstruction.Goal.OPTION_OFF)
+    return g
+
+
+def wait_for_perception(timeout_s: float) -> bool:
+    """True once perception published a scene description from the played sensor data: only then does
+    the planner's first describe_scene have input (DDS discovery can take seconds on a busy machine)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from monologue_interfaces.msg import SceneDescription
+
+    own = not rclpy.ok()
+    if own:
+        rclpy.init(args=[])
+    node = rclpy.create_node(f"monologue_replay_probe_{os.getpid()}")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    got: list[Any] = []
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(SceneDescription, "scene/description", got.append, latched)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not got and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        return bool(got)
+    finally:
+        node.destroy_node()
+        if own:
+            rclpy.shutdown()
+
+
+def replay(
+    bag_dir: Path,
+    rate: float = 1.0,
+    start_offset_s: float = 0.0,
+    timeout_s: float = 600.0,
+    node_params: dict[str, dict[str, str]] | None = None,
+    robot: str = "sim",
+    llm: str = "embedded",
+    config_dir: Path | None = None,
+    record: Path | None = None,
+    sink: Callable[[str], None] | None = None,
+    say: Callable[[str], None] = print,
+    log_level: str = "warn",
+) -> int:
+    """Replay every episode of `bag_dir`; return the exit status described in the module doc."""
+    from monologue_bag.core.bagio import Bag, BagError
+    from monologue_bag.core.compare import first_divergence
+    from monologue_bag.core.episode import event_from_msg, goal_spec, planner_params, read_recording
+
+    from .client import run_episode
+
+    try:
+        with Bag(bag_dir) as bag:
+            recording = read_recording(bag, logging.getLogger("replay"))
+            cassette = bag.cassette_path
+            recorded_params = params_from_custom_data(bag.custom_data)
+    except (BagError, ValueError) as e:
+        say(f"== cannot replay {bag_dir}: {e}")
+        return 2
+    if not cassette.is_file():
+        say(f"== cannot replay {bag_dir}: no LLM cassette {cassette.name} next to the bag")
+        return 2
+    error = record_dir_error(record)
+    if error:
+        say(f"== {error} to record the replay")
+        return 2
+    episodes = recording.episodes
+    say(f"== replaying {bag_dir}: {len(episodes)} episode(s), {len(recording.skill_calls)} skill calls "
+        f"(timed by {recording.skill_timing_source}), {len(recording.affordances)} affordance answers")
+    with tempfile.TemporaryDirectory(prefix="monologue_replay_") as tmp:
+        params: dict[str, dict[str, str]] = {
+            "bag_player": {"bag": str(bag_dir.resolve()), "rate": str(float(rate)),
+                           "start_offset": str(float(start_offset_s)), "episode": "true"},
+            "planner": {"llm.cassette_mode": "replay", "llm.cassette_path": str(cassette.resolve()),
+                        **planner_params(episodes[0])},
+        }
+        if record is None:
+            params["planner"]["transcript_dir"] = str(Path(tmp) / "transcripts")
+        else:
+            record.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(cassette, record / cassette.name)  # a recorded replay can be replayed too
+        for node, values in recorded_params.items():  # perceive and judge as the recorded run did
+            params.setdefault(node, {}).update(values)
+        if recorded_params:
+            say(f"== recorded parameters: {recorded_params}")
+        for node, values in (node_params or {}).items():
+            params.setdefault(node, {}).update(values)
+        # Numbers measured from camera images (a success detector's confidence, say) depend by
+        # fractions of a millimetre on which frame the replay happened to process: compare them to
+        # 1 %. The transcript's text is always compared exactly.
+        camera = params.get("perception", {}).get("source") == "camera"
+        rel_tol = CAMERA_REL_TOL if camera else 1e-9
+        if camera:
+            say(f"== perception from camera images: numbers in event data compared to {CAMERA_REL_TOL:.0%}")
+        sup = Supervisor(robot, llm, config_dir, params, sink=sink, log_level=log_level, mode=REPLAY,
+                         record=record)
+        try:
+            sup.start()
+            if not wait_for_perception(120.0):
+                say(f"== replay failed: perception published no scene within 120 s (exited: {sup.dead()})")
+                return 1
+            for n, ep in enumerate(episodes, start=1):
+                say(f"== episode {n}/{len(episodes)}: {ep.instruction!r} ({len(ep.events)} events recorded)")
+                got: list[Any] = []
+
+                def show(msg: Any, got: list[Any] = got) -> None:
+                    got.append(msg)
+                    say(f"  {msg.text}")
+
+                result, _objects = run_episode(ep.instruction, timeout_s, show, goal=build_goal(goal_spec(ep)))
+                replayed = [event_from_msg(m) for m in result.transcript]
+                div = first_divergence(ep.events, replayed, rel_tol=rel_tol)
+                if div is not None:
+                    if sup.dead():
+                        say(f"== nodes exited during the replay: {sup.dead()}")
+                    say(f"== REPLAY DIVERGED in episode {ep.episode_id} ({ep.instruction!r}):\n{div.describe()}")
+                    return 1
+                say(f"== episode {n}: identical transcript ({len(replayed)} events)")
+        except (TimeoutError, RuntimeError) as e:
+            say(f"== replay failed: {e}")
+            return 1
+        finally:
+            sup.stop()
+    say(f"== replay reproduced all {len(episodes)} episode(s) of {bag_dir}")
+    return 0
+
+
+def play_only(bag_dir: Path, rate: float, start_offset_s: float, loop: bool, node_params: dict[str, dict[str, str]],
+              config_dir: Path | None, log_level: str) -> int:
+    """Publish the bag's sensor topics into the replay graph (no episode) until the end or Ctrl-C."""
+    params = {"bag_player": {"bag": str(bag_dir.resolve()), "rate": str(float(rate)),
+                             "start_offset": str(float(start_offset_s)), "loop": str(loop).lower(),
+                             "episode": "false"}}
+    for node, values in node_params.items():
+        params.setdefault(node, {}).update(values)
+    sup = Supervisor(config_dir=config_dir, node_params=params, log_level=log_level, mode=REPLAY,
+                     nodes=["bag_player", "perception", "viz"])
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    sup.start()
+    rc = 0
+    while not stop.wait(0.2):
+        dead = sup.dead()
+        if dead:
+            rc = 0 if dead.get("bag_player") == 0 else 1
+            break
+    sup.stop()
+    return rc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        values, rest = parse_launch_args(argv, {
+            "rate": "1.0", "start_offset": "0.0", "timeout": "600", "log_level": "warn", "record": "",
+            "play_only": "false", "loop": "false", "robot": "sim", "llm": "embedded"})
+        ap = argparse.ArgumentParser(prog="monologue-replay", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+        ap.add_argument("bag", type=Path, help="rosbag2 directory recorded with record:=<dir>")
+        ap.add_argument("--param", action="append", default=[], help="node:name=value parameter override")
+        ap.add_argument("--config-dir", type=Path, default=None)
+        ns = ap.parse_args(rest)
+        node_params = parse_node_params(ns.param)
+        rate, offset, timeout = float(values["rate"]), float(values["start_offset"]), float(values["timeout"])
+        if rate <= 0 or offset < 0 or timeout <= 0:
+            raise ValueError("rate and timeout must be > 0, start_offset >= 0 s")
+    except ValueError as e:
+        print(f"monologue-replay: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if values["play_only"].lower() == "true":
+        return play_only(ns.bag, rate, offset, values["loop"].lower() == "true", node_params, ns.config_dir,
+                         values["log_level"])
+    if values["loop"].lower() == "true":
+        print("monologue-replay: loop:=true needs play_only:=true (an episode is replayed once)", file=sys.stderr)
+        return 2
+    lock = threading.Lock()
+
+    def out(line: str) -> None:
+        with lock:
+            print(line, flush=True)
+
+    t0 = time.monotonic()
+    rc = replay(ns.bag, rate, offset, timeout, node_params, values["robot"], values["llm"], ns.config_dir,
+                Path(values["record"]) if values["record"] else None, sink=out, say=out,
+                log_level=values["log_level"])
+    out(f"== {time.monotonic() - t0:.1f} s")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

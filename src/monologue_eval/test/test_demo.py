@@ -1,0 +1,94 @@
+"""`monologue-demo` without a graph: --help, argument checks, graph:=running (the goal goes to the
+running planner, nothing is started, the world is judged from the returned objects) and the refusal
+to start a second graph beside a running one. The ROS client is replaced by stand-ins."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from monologue_eval import demo
+
+
+def _obj(name: str, x: float, y: float, z: float) -> SimpleNamespace:
+    category = name.rsplit(" ", 1)[1]
+    return SimpleNamespace(name=name, category=category, pose=SimpleNamespace(pose=SimpleNamespace(
+        position=SimpleNamespace(x=x, y=y, z=z))), size=SimpleNamespace(x=0.04, y=0.04, z=0.04))
+
+
+RESULT = SimpleNamespace(success=True, reason="done", steps_taken=2, transcript_path="/tmp/t.jsonl")
+SOLVED = [_obj("red block", 0.5, 0.1, 0.05), _obj("red bowl", 0.5, 0.1, 0.0), _obj("blue bowl", 0.4, -0.1, 0.0)]
+UNSOLVED = [_obj("red block", 0.3, 0.2, 0.02), _obj("red bowl", 0.5, 0.1, 0.0)]
+
+
+class NoSupervisor:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a graph was started")
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """run_episode's calls; it answers with RESULT and the objects of calls[0]['objects'] (SOLVED by default)."""
+    seen: list[dict[str, Any]] = [{"objects": SOLVED}]
+
+    def fake_run_episode(instruction: str, timeout_s: float, print_event: Any = print, **kw: Any) -> Any:
+        seen.append({"instruction": instruction, "timeout_s": timeout_s, **kw})
+        if isinstance(seen[0]["objects"], Exception):
+            raise seen[0]["objects"]
+        return RESULT, seen[0]["objects"]
+
+    monkeypatch.setattr(demo, "run_episode", fake_run_episode)
+    monkeypatch.setattr(demo, "Supervisor", NoSupervisor)
+    monkeypatch.setattr(demo, "planner_available", lambda timeout_s: True)
+    return seen
+
+
+def test_help_prints_the_usage_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "graph:=running" in out and "seed:=N" in out
+
+
+def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main(["colour:=red"]) == 2
+    assert demo.main(["graph:=elsewhere"]) == 2
+    assert demo.main(["stray"]) == 2
+    assert demo.main(["seed:=three"]) == 2
+    for own in (["seed:=3"], ["robot:=sim"], ["record:=runs/x"], ["--param", "planner:max_steps=2"]):
+        assert demo.main(["graph:=running", *own]) == 2
+    assert "graph:=running uses the running graph" in capsys.readouterr().err
+
+
+def test_running_graph_gets_the_goal_and_the_world_is_judged(
+        calls: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main(["graph:=running", "timeout:=30"]) == 0
+    call = calls[1]
+    assert call["instruction"] == demo.DEFAULT_INSTRUCTION and call["timeout_s"] == 30.0
+    assert call["fallback_scene"] is True  # a real robot has no ground truth: perception's scene then
+    out = capsys.readouterr().out
+    assert "on the running graph" in out and "world state satisfies the instruction: True" in out
+
+    calls[0]["objects"] = UNSOLVED  # the planner says done, the world disagrees
+    assert demo.main(["graph:=running"]) == 1
+    assert "world state satisfies the instruction: False" in capsys.readouterr().out
+
+
+def test_running_graph_free_form_instruction_trusts_the_planner(calls: list[dict[str, Any]]) -> None:
+    calls[0]["objects"] = []
+    assert demo.main(["graph:=running", "instruction:=Wave."]) == 0
+    assert calls[1]["instruction"] == "Wave."
+
+
+def test_no_running_graph_is_a_failure_with_a_hint(
+        calls: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    calls[0]["objects"] = TimeoutError("planner's execute_instruction not available after 15 s")
+    assert demo.main(["graph:=running"]) == 1
+    assert "is a graph running on ROS_DOMAIN_ID" in capsys.readouterr().err
+
+
+def test_own_graph_is_refused_beside_a_running_planner(
+        calls: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main(["seed:=3"]) == 2  # NoSupervisor: nothing was started
+    assert "graph:=running" in capsys.readouterr().err
+    assert len(calls) == 1

@@ -1,0 +1,46 @@
+"""The viz node's parameters: the YAML holds every one, and every problem is reported at once."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from monologue_viz.core.settings import settings_from_parameters
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"
+
+
+def params(node: str, *files: str) -> dict[str, object]:
+    """{dotted name: value} the node gets from these config files (in override order), `/**` included."""
+    out: dict[str, object] = {}
+
+    def flat(d: dict[str, Any], prefix: str = "") -> None:
+        for k, v in d.items():
+            if isinstance(v, dict):
+                flat(v, f"{prefix}{k}.")
+            else:
+                out[prefix + k] = v
+
+    for f in files:
+        doc = yaml.safe_load((CONFIG / f).read_text()) or {}
+        for section in ("/**", node):
+            flat((doc.get(section) or {}).get("ros__parameters", {}))
+    return out
+
+
+def test_the_yaml_sets_every_parameter() -> None:
+    s = settings_from_parameters(params("viz", "monologue.yaml", "robots/sim.yaml", "llm/embedded.yaml"))
+    assert s.view.frame_id == "base_link" and s.view.lines == 12 and s.view.anchor == (0.5, -0.55, 0.45)
+    assert s.unused == ()
+
+
+def test_missing_and_bad_parameters_are_reported_together() -> None:
+    p = params("viz", "monologue.yaml")
+    del p["lifetime"]
+    p.update({"lines": 0, "anchor": [1.0, 2.0], "text_size": "big"})
+    with pytest.raises(ValueError) as e:
+        settings_from_parameters(p)
+    for text in ("lifetime: missing", "lines", "anchor", "text_size"):
+        assert text in str(e.value)

@@ -1,0 +1,140 @@
+"""Validated settings of the perception node and the RealSense publisher, from their ROS parameters
+(defaults only in config/monologue.yaml; see monologue_common.core.settings). No rclpy here."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from monologue_common.core.settings import ParamReader
+
+from .detectors import DETECTORS, DetectorConfig
+
+SOURCES = ("oracle", "camera")
+# Parameters every node receives but not every node reads (the shared llm block: config/llm/*.yaml).
+NOT_MINE = ("use_sim_time", "llm")
+
+
+@dataclass(frozen=True)
+class CameraSettings:
+    """The `camera` source (RGB-D pipeline)."""
+
+    detector: DetectorConfig
+    candidates: tuple[str, ...]                 # object names to detect; () = names from the ground truth
+    base_frame: str
+    color_topic: str
+    depth_topic: str                            # 16UC1 (mm) or 32FC1 (m), aligned to colour
+    info_topic: str
+    static_camera_pose: tuple[float, ...]       # (x, y, z, qx, qy, qz, qw) base<-camera (m); () = TF only
+    process_rate: float                         # Hz, at most
+    sync_tolerance: float                       # s between colour and depth stamps
+    tf_timeout: float                           # s (wall) an image may wait for /tf to reach its stamp
+    tf_tolerance: float                         # s an image stamp may lie outside the TF history
+    tf_cache: float                             # s of /tf history
+    use_open3d: bool
+    cloud_stride: int                           # px
+    marker_lifetime: float                      # s
+    miss_updates_to_occlude: int                # frames
+    view_margin: float                          # px
+
+
+@dataclass(frozen=True)
+class PerceptionSettings:
+    source: str                                 # oracle | camera
+    ground_truth_topic: str
+    refresh_timeout: float                      # s to wait for a fresh observation
+    camera: CameraSettings                      # read and checked for every source; used by `camera`
+    unused: tuple[str, ...] = ()                # parameters set but not read
+
+
+def _camera(r: ParamReader) -> CameraSettings:
+    score = r.number("score_threshold", 0.0, 1.0)
+    detector = DetectorConfig(
+        kind=r.string("detector", DETECTORS),
+        model_path=r.string("models.model_path"),
+        clip_model_path=r.string("models.clip_model_path"),
+        mdetr_checkpoint=r.string("models.mdetr_checkpoint"),
+        mdetr_text_encoder_dir=r.string("models.mdetr_text_encoder_dir"),
+        mdetr_model_name=r.string("models.mdetr_model_name", nonempty=True),
+        score_threshold=score,
+        text_threshold=r.number("text_threshold", 0.0, 1.0),
+        allow_download=r.boolean("models.allow_download"),
+        num_threads=r.integer("models.num_threads", 0),
+    )
+    pose = r.numbers("static_camera_pose", allow=(1, 7))
+    r.check(len(pose) != 1 or pose == (0.0,),
+            "static_camera_pose: [x, y, z, qx, qy, qz, qw] (m, unit quaternion) or [0.0] (TF only)")
+    if len(pose) == 7:
+        n = math.sqrt(sum(v * v for v in pose[3:]))
+        r.check(abs(n - 1.0) < 1e-3, f"static_camera_pose: the quaternion must be unit length, got norm {n:g}")
+    return CameraSettings(
+        detector=detector,
+        candidates=r.strings("candidates"),
+        base_frame=r.string("base_frame", nonempty=True),
+        color_topic=r.string("color_topic", nonempty=True),
+        depth_topic=r.string("depth_topic", nonempty=True),
+        info_topic=r.string("info_topic", nonempty=True),
+        static_camera_pose=pose if len(pose) == 7 else (),
+        process_rate=r.number("process_rate", 0.0, low_open=True),
+        sync_tolerance=r.number("sync_tolerance", 0.0, low_open=True),
+        tf_timeout=r.number("tf_timeout", 0.0, low_open=True),
+        tf_tolerance=r.number("tf_tolerance", 0.0),
+        tf_cache=r.number("tf_cache", 0.0, low_open=True),
+        use_open3d=r.boolean("use_open3d"),
+        cloud_stride=r.integer("cloud_stride", 1),
+        marker_lifetime=r.number("marker_lifetime", 0.0),
+        miss_updates_to_occlude=r.integer("memory.miss_updates_to_occlude", 1),
+        view_margin=r.number("memory.view_margin"),
+    )
+
+
+def settings_from_parameters(params: Mapping[str, object]) -> PerceptionSettings:
+    """Check every parameter of the perception node; ValueError listing all problems at once."""
+    r = ParamReader(params, "perception")
+    source = r.string("source", SOURCES)
+    gt_topic = r.string("ground_truth_topic", nonempty=True)
+    refresh = r.number("refresh_timeout", 0.0, low_open=True)
+    camera = _camera(r)
+    r.finish()
+    return PerceptionSettings(source, gt_topic, refresh, camera, tuple(r.unused(NOT_MINE)))
+
+
+@dataclass(frozen=True)
+class RealsenseSettings:
+    """The realsense_publisher node."""
+
+    serial: str                                 # "" = the only connected device
+    bag_file: str                               # a recorded RealSense .bag to play instead of a device
+    loop: bool                                  # replay the bag forever
+    width: int                                  # px
+    height: int                                 # px
+    fps: int                                    # Hz
+    frame_id: str
+    namespace_prefix: str                       # topics <prefix>/color/image_raw, ...
+    wait_timeout: float                         # s for a frame (and between reconnection attempts)
+    unused: tuple[str, ...] = ()
+
+
+def realsense_settings_from_parameters(params: Mapping[str, object]) -> RealsenseSettings:
+    """Check every parameter of the RealSense publisher; ValueError listing all problems at once.
+    `serial` may be an integer: `-p serial:=001622070408` arrives as one (real serials are digits)."""
+    r = ParamReader(params, "realsense_publisher")
+    raw = r.params.get("serial")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        serial = str(raw)
+        r.read.add("serial")
+    else:
+        serial = r.string("serial")
+    s = RealsenseSettings(
+        serial=serial.strip(),
+        bag_file=r.string("bag_file"),
+        loop=r.boolean("loop"),
+        width=r.integer("width", 1),
+        height=r.integer("height", 1),
+        fps=r.integer("fps", 1),
+        frame_id=r.string("frame_id", nonempty=True),
+        namespace_prefix=r.string("namespace_prefix"),
+        wait_timeout=r.number("wait_timeout", 0.0, low_open=True),
+    )
+    r.finish()
+    return replace(s, unused=tuple(r.unused(NOT_MINE)))

@@ -1,0 +1,74 @@
+"""The perception node's and the RealSense publisher's parameters: the YAML holds every one (no
+defaults in code), and every problem is reported at once."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from perception_node.core.settings import realsense_settings_from_parameters, settings_from_parameters
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"
+
+
+def params(node: str, *files: str) -> dict[str, object]:
+    """{dotted name: value} the node gets from these config files (in override order), `/**` included."""
+    out: dict[str, object] = {}
+
+    def flat(d: dict[str, Any], prefix: str = "") -> None:
+        for k, v in d.items():
+            if isinstance(v, dict):
+                flat(v, f"{prefix}{k}.")
+            else:
+                out[prefix + k] = v
+
+    for f in files:
+        doc = yaml.safe_load((CONFIG / f).read_text()) or {}
+        for section in ("/**", node):
+            flat((doc.get(section) or {}).get("ros__parameters", {}))
+    return out
+
+
+def test_the_yaml_sets_every_perception_parameter() -> None:
+    s = settings_from_parameters(params("perception", "monologue.yaml", "robots/sim.yaml", "llm/embedded.yaml"))
+    assert s.source == "oracle" and s.refresh_timeout == 2.0 and s.unused == ()
+    assert s.camera.static_camera_pose == () and s.camera.candidates == ()
+    assert s.camera.detector.kind == "oracle" and s.camera.detector.score_threshold == 0.1
+    assert s.camera.miss_updates_to_occlude == 1 and s.camera.view_margin == 10.0
+
+
+def test_missing_and_bad_parameters_are_reported_together() -> None:
+    p = params("perception", "monologue.yaml")
+    del p["tf_cache"]
+    p.update({"source": "lidar", "process_rate": 0.0, "static_camera_pose": [1.0, 2.0],
+              "models.num_threads": -1, "use_open3d": "yes", "typo": 1})
+    with pytest.raises(ValueError) as e:
+        settings_from_parameters(p)
+    for name in ("tf_cache: missing", "source: must be one of", "process_rate", "static_camera_pose",
+                 "models.num_threads", "use_open3d"):
+        assert name in str(e.value)
+
+
+def test_a_static_camera_pose_and_unused_parameters() -> None:
+    p = params("perception", "monologue.yaml")
+    p.update({"static_camera_pose": [0.5, 0.0, 0.6, 1.0, 0.0, 0.0, 0.0], "typo": 1, "llm.backend": "openai"})
+    s = settings_from_parameters(p)
+    assert s.camera.static_camera_pose == (0.5, 0.0, 0.6, 1.0, 0.0, 0.0, 0.0)
+    assert s.unused == ("typo",)   # the shared llm block is not the perception node's business
+    p["static_camera_pose"] = [0.5, 0.0, 0.6, 1.0, 1.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="unit length"):
+        settings_from_parameters(p)
+
+
+def test_realsense_parameters() -> None:
+    """The UR5e's camera node (config/robots.yaml) is the RealSense publisher."""
+    base = params("camera", "monologue.yaml", "robots/ur5e.yaml", "llm/embedded.yaml")
+    s = realsense_settings_from_parameters(base)
+    assert s.serial == "" and (s.width, s.height) == (640, 480) and s.unused == ()
+    s = realsense_settings_from_parameters({**base, "serial": 1622070408})  # `-p serial:=001622070408`
+    assert s.serial == "1622070408"
+    with pytest.raises(ValueError) as e:
+        realsense_settings_from_parameters({**base, "width": 0, "wait_timeout": 0.0, "frame_id": ""})
+    assert all(n in str(e.value) for n in ("width", "wait_timeout", "frame_id"))

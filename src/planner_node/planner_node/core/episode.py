@@ -1,0 +1,115 @@
+"""What one episode is made of and ends with: options, step records, outcome codes (no rclpy)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from monologue_domain.transcript import EventKind, Transcript
+
+from .ports import SkillOption
+
+# Interjections that end the episode at the next step boundary without asking the LLM (compared after
+# lower-casing and dropping punctuation and courtesy words). Anything else goes to the LLM.
+STOP_PHRASES = ("stop", "stop it", "halt", "abort", "that's enough", "you can stop", "停", "停止", "停下",
+                "请停止", "请停下", "别动")
+NORMALIZATIONS = ("sum", "mean", "softmax")
+GENERATION_FALLBACKS = ("score", "fail")
+
+
+class EpisodeError(IntEnum):
+    """Episode outcome codes; must match ExecuteInstruction result constants (checked by a test)."""
+
+    NONE = 0
+    MAX_STEPS_REACHED = 1
+    LLM_FAILED = 2
+    SKILL_SERVER_UNAVAILABLE = 3
+    CANCELED = 4
+    INVALID_GOAL = 5
+    PLANNING_FAILED = 6
+    STOPPED_BY_HUMAN = 7
+    INTERNAL_ERROR = 8
+    ROBOT_FAULT = 9
+
+
+@dataclass(frozen=True)
+class EpisodeOptions:
+    """Switches of one episode (IM Tables 1-3 columns) and the step cap k.
+
+    The planner node builds these from its validated parameters (core.settings) and the goal; the
+    field names are recorded in the transcript header (`options`), which replay reads back.
+    """
+
+    object_feedback: bool = True
+    success_feedback: bool = True
+    scene_feedback: bool = False  # IM Object + Scene: goal-state chain of thought and task progress
+    human_feedback: bool = True
+    use_affordances: bool = True
+    max_steps: int = 15
+    normalization: str = "sum"  # one of NORMALIZATIONS
+    decoding: str = "score"  # set from the strategy (Strategy.decoding); recorded in the header
+    max_reprompts: int = 2  # generate: re-prompts after output that does not parse or is not admissible
+    generation_fallback: str = "score"  # generate: after the re-prompts, "score" the admissible lines or "fail"
+    max_tokens: int = 48  # generate: tokens per line
+    answer_timeout_s: float = 60.0  # s a person has to answer the robot's question (` and ask:`)
+    stop_phrases: tuple[str, ...] = STOP_PHRASES  # interjections that end the episode (STOPPED_BY_HUMAN)
+    fault_pause_s: float = 300.0  # s to wait for a faulted robot (protective stop, e-stop) before giving up
+
+
+@dataclass(frozen=True)
+class ScoredCandidate:
+    text: str
+    option: SkillOption | None  # None for the termination line
+    llm_logprob: float
+    llm_score: float
+    affordance: float
+    combined: float
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: int
+    candidates: tuple[ScoredCandidate, ...]
+    chosen: ScoredCandidate
+    normalization: str
+    prompt_tokens: int
+    new_tokens: int
+    llm_s: float
+    step_s: float
+    suffix: str = ""  # generate + ` and ask:` profiles: "continue" or "ask: <question>" as written
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    success: bool
+    error: EpisodeError
+    reason: str
+    steps_taken: int
+    steps: tuple[StepRecord, ...] = field(default_factory=tuple)
+
+
+class PlanningFailed(Exception):
+    """A step chooser could not produce an admissible step (ends the episode with PLANNING_FAILED)."""
+
+
+class InvalidEpisode(Exception):
+    """The goal cannot run with this profile and these options (ends the episode with INVALID_GOAL)."""
+
+
+def finish(transcript: Transcript, error: EpisodeError, reason: str, executed: int,
+           steps: Sequence[StepRecord] = ()) -> EpisodeResult:
+    """End the episode: an ERROR line unless it succeeded, the EPISODE_END event, the file footer."""
+    success = error == EpisodeError.NONE
+    if not success:
+        transcript.append(EventKind.ERROR, f"Episode ended: {reason}", {"error": error.name})
+    transcript.append(EventKind.EPISODE_END, f"Episode {'succeeded' if success else 'failed'}: {reason}",
+                      {"success": success, "error": error.name, "steps_taken": executed})
+    transcript.end({"success": success, "error": error.name, "reason": reason, "steps_taken": executed})
+    return EpisodeResult(success, error, reason, executed, tuple(steps))
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """`text` as one line of at most `limit` characters (whitespace collapsed, NULs dropped)."""
+    line = " ".join(text.replace("\x00", "").split())
+    return line[:limit]
+

@@ -1,0 +1,58 @@
+"""SayCan-style step choice: score every admissible skill line and the termination line with the LLM,
+multiply by affordances, take the argmax (SC Algorithm 1). No rclpy."""
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from monologue_llm.base import normalize_scores
+
+from .episode import ScoredCandidate, StepRecord
+from .ports import SkillOption
+from .strategy import EpisodeContext
+
+DONE_AFFORDANCE = 0.1  # SayCan's fixed affordance of the terminate skill (SC:L440)
+
+
+def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> StepRecord:
+    """Choose step `step` by scoring; with Scene feedback the done line is not a candidate (the
+    chain of thought ends the episode instead)."""
+    options, profile, log = ep.options, ep.profile, ep.log
+    t0 = time.monotonic()
+    admissible = [o for o in ep.ports.skills.affordances() if o.affordance > 0.0 or not options.use_affordances]
+    texts: list[str] = []
+    opts: list[SkillOption | None] = []
+    for o in admissible:
+        try:
+            texts.append(profile.action(o.skill, o.args, categories))
+        except KeyError:
+            log.warning("no prompt template for skill %s; not offered to the LLM", o.skill)
+            continue
+        opts.append(o)
+    if not options.scene_feedback:  # with Scene feedback, "Robot thought: None." ends the episode
+        texts.append(profile.done_line)
+        opts.append(None)
+    prompt = profile.prompt(ep.transcript.prompt_events())
+    t_llm = time.monotonic()
+    result = ep.llm.score(prompt, [profile.lead + t for t in texts])
+    llm_s = time.monotonic() - t_llm
+    probs = normalize_scores(result.scores, options.normalization)
+    cands: list[ScoredCandidate] = []
+    for text, opt, sc, p in zip(texts, opts, result.scores, probs):
+        if opt is None:
+            aff = DONE_AFFORDANCE if options.use_affordances else 1.0
+        else:
+            aff = opt.affordance if options.use_affordances else 1.0
+        cands.append(ScoredCandidate(text, opt, sc.logprob, p, aff, p * aff))
+    chosen = max(cands, key=lambda c: c.combined)
+    step_s = time.monotonic() - t0
+    log.info(
+        "step %d: chose %r (llm %.3f x aff %.2f) from %d candidates; prompt %d tokens, %d new; "
+        "LLM %.2f s, step %.2f s",
+        step, chosen.text, chosen.llm_score, chosen.affordance, len(cands),
+        result.prompt_tokens, result.new_tokens_processed, llm_s, step_s,
+    )
+    for c in sorted(cands, key=lambda c: -c.combined)[:5]:
+        log.debug("  %.4f = %.4f x %.2f  %s", c.combined, c.llm_score, c.affordance, c.text)
+    return StepRecord(step, tuple(cands), chosen, options.normalization, result.prompt_tokens,
+                      result.new_tokens_processed, llm_s, step_s)

@@ -1,0 +1,75 @@
+"""The planner node's parameters as one frozen settings object, validated once (no rclpy).
+
+Defaults live only in config/monologue.yaml (`planner:`) and config/llm/*.yaml; the node reads its
+parameters with monologue_common.params.parameter_values and calls `settings_from_parameters`.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from monologue_common.core.settings import ParamReader
+
+from . import strategies
+from .episode import GENERATION_FALLBACKS, NORMALIZATIONS, EpisodeOptions
+
+
+@dataclass(frozen=True)
+class PlannerSettings:
+    """What the planner node runs with; `episode` holds the goal defaults (a goal's OPTION_DEFAULT)."""
+
+    strategy: str  # a registered strategy name (core.strategies.names())
+    prompt_dir: Path  # directory of prompt profiles (config/prompts)
+    prompt_profile: str  # default profile, a file <prompt_dir>/<name>.yaml
+    transcript_dir: Path  # where episode transcripts (JSONL) are written
+    service_timeout_s: float  # s, for services and goal acceptance
+    skill_timeout_s: float  # s, for one skill to finish
+    episode: EpisodeOptions  # default episode options (decoding is set per strategy)
+    llm: Mapping[str, object]  # the `llm.*` block for monologue_llm.factory.make_backend_from_params
+    unused: tuple[str, ...] = ()  # parameters set but never read (typos; the node warns)
+
+
+def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
+    """Build PlannerSettings from the node's flat parameter values (dotted names).
+
+    Raises ValueError listing every missing, mistyped or out-of-range parameter.
+    """
+    r = ParamReader(params, "planner")
+    strategy = r.string("strategy", choices=strategies.names())
+    prompt_dir = r.string("prompt_dir", nonempty=True)
+    prompt_profile = r.string("prompt_profile", nonempty=True)
+    transcript_dir = r.string("transcript_dir", nonempty=True)
+    service_timeout_s = r.number("timeouts.service", low=0.0, low_open=True)
+    skill_timeout_s = r.number("timeouts.skill", low=0.0, low_open=True)
+    episode = EpisodeOptions(
+        object_feedback=r.boolean("feedback.object"),
+        success_feedback=r.boolean("feedback.success"),
+        scene_feedback=r.boolean("feedback.scene"),
+        human_feedback=r.boolean("feedback.human"),
+        use_affordances=r.boolean("use_affordances"),
+        max_steps=r.integer("max_steps", low=1),
+        normalization=r.string("scoring.normalization", choices=NORMALIZATIONS),
+        max_reprompts=r.integer("generation.max_reprompts", low=0),
+        generation_fallback=r.string("generation.fallback", choices=GENERATION_FALLBACKS),
+        max_tokens=r.integer("generation.max_tokens", low=1),
+        answer_timeout_s=r.number("timeouts.answer", low=0.0, low_open=True),
+        stop_phrases=r.strings("human.stop_phrases"),
+        fault_pause_s=r.number("timeouts.fault_pause", low=0.0, low_open=True),
+    )
+    llm = r.section("llm")
+    r.check("backend" in llm, "llm.backend: missing (set it in config/*.yaml or with -p llm.backend:=...)")
+    r.finish()
+    return PlannerSettings(
+        strategy=strategy,
+        prompt_dir=Path(os.path.expanduser(prompt_dir)),
+        prompt_profile=prompt_profile,
+        transcript_dir=Path(os.path.expanduser(transcript_dir)),
+        service_timeout_s=service_timeout_s,
+        skill_timeout_s=skill_timeout_s,
+        episode=episode,
+        llm=MappingProxyType(dict(llm)),
+        unused=tuple(r.unused()),
+    )

@@ -1,0 +1,46 @@
+"""Backend `sim`: the MuJoCo tabletop (tabletop_sim) driven like the real UR5e, through its
+`arm/command` action (RosSimArm) with the same safety layer and pick-and-place primitive.
+
+Parameters (config/robots/sim.yaml): `arm.*` (the primitive, `command_timeout`, `motion_timeout`),
+`safety.*`, `approval.*`, `scene_topic`, `place_categories`, `use_place_points`, `status_rate`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from monologue_common.core.settings import ParamReader
+
+from . import BackendHandle, BackendHost, BackendPlugin
+from ._arm import ArmSettings, read_arm
+
+SIM_TCP_OFFSET = (0.0, 0.0, 0.10, 0.0, 0.0, 0.0)  # m, rad: the simulator's suction-cup lip (tabletop_sim TCP_OFFSET)
+
+
+@dataclass(frozen=True)
+class SimArmSettings:
+    arm: ArmSettings
+    command_timeout: float  # s, arm/command goal acceptance and suction
+    motion_timeout: float  # s, one motion
+
+
+def read(r: ParamReader) -> SimArmSettings | None:
+    arm = read_arm(r, "arm")
+    command = r.number("arm.command_timeout", low=0.0, low_open=True)
+    motion = r.number("arm.motion_timeout", low=0.0, low_open=True)
+    return SimArmSettings(arm, command, motion) if arm is not None else None
+
+
+def create(host: BackendHost, s: SimArmSettings) -> BackendHandle:
+    from rclpy.callback_groups import ReentrantCallbackGroup
+
+    from ..arm_ros import ArmRosBridge
+    from ..sim_arm import RosSimArm
+
+    arm = RosSimArm(host.node, ReentrantCallbackGroup(), s.command_timeout, s.motion_timeout)
+    # forward_kinematics (UR DH) agrees with tabletop_sim's base_link for its HOME_Q (checked at
+    # start-up: the home TCP must lie in the workspace box)
+    bridge = ArmRosBridge(host.node, host.logger("skills.sim"), "sim", arm, SIM_TCP_OFFSET, s.arm, host.frame_id)
+    return BackendHandle(bridge.backend, bridge.close)
+
+
+PLUGIN = BackendPlugin("sim", read, create, "the MuJoCo simulator's arm through arm/command")

@@ -1,0 +1,112 @@
+"""Backend `ur5e`: the real UR5e through ur_rtde (RtdeArm), behind the safety layer.
+
+Parameters (config/robots/ur5e.yaml): `ur5e.*` (connection, tool, end effector, contact, the
+primitive), `safety.*`, `approval.*`, `scene_topic`, `place_categories`, `use_place_points`,
+`status_rate`. `ur5e.rtde_factory` "" = ur_rtde; "module:function" returning RtdeFactories is for
+tests only (skills_node.testing.fake_rtde). Bring-up: docs/ur5e.md.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from monologue_common.core.settings import ParamReader
+
+from ..core.ur5e_rtde import EndEffectorIO, RtdeArmConfig, RtdeFactories, UrPorts, library_factories
+from . import BackendHandle, BackendHost, BackendPlugin
+from ._arm import ArmSettings, ArmTf, read_arm, read_tf
+
+
+@dataclass(frozen=True)
+class Ur5eSettings:
+    arm: ArmSettings
+    rtde: RtdeArmConfig
+    rtde_factory: str  # "" = ur_rtde; "module:function" (tests only)
+    tf: ArmTf  # base -> flange and the wrist camera's hand-eye calibration on /tf
+
+
+def read(r: ParamReader) -> Ur5eSettings | None:
+    arm = read_arm(r, "ur5e")
+    tf = read_tf(r, "ur5e")
+    output = r.string("ur5e.end_effector.output", ("tool", "standard"))
+    factory = r.string("ur5e.rtde_factory")
+    r.check(not factory or (":" in factory and all(factory.partition(":")[::2])),
+            f"ur5e.rtde_factory: must be '' or 'module:function', got {factory!r}")
+
+    def port(name: str) -> int:
+        return r.integer(f"ur5e.{name}", low=1, high=65535)
+
+    values = dict(
+        host=r.string("ur5e.host", nonempty=True),
+        tcp_offset=r.numbers("ur5e.tcp_offset", 6),  # m, rad
+        payload_mass=r.number("ur5e.payload_mass", low=0.0),  # kg
+        payload_cog=r.numbers("ur5e.payload_cog", 3),  # m
+        end_effector=EndEffectorIO(
+            output="tool" if output == "tool" else "standard",
+            pin=r.integer("ur5e.end_effector.pin", low=0, high=7),
+            active_high=r.boolean("ur5e.end_effector.active_high"),
+            sense_input=r.integer("ur5e.end_effector.sense_input", low=-1, high=17),
+            sense_active_high=r.boolean("ur5e.end_effector.sense_active_high")),
+        contact_force=r.number("ur5e.contact.force", low=0.0, low_open=True),  # N
+        contact_acceleration=r.number("ur5e.contact.acceleration", low=0.0, low_open=True),  # m/s^2
+        stop_deceleration=r.number("ur5e.stop_deceleration", low=0.0, low_open=True),  # m/s^2
+        monitor_period_s=r.number("ur5e.monitor_period", low=0.0, low_open=True),
+        command_timeout_s=r.number("ur5e.command_timeout", low=0.0, low_open=True),
+        connect_timeout_s=r.number("ur5e.connect_timeout", low=0.0, low_open=True),
+        stale_timeout_s=r.number("ur5e.stale_timeout", low=0.0, low_open=True),
+        reconnect_period_s=r.number("ur5e.reconnect_period", low=0.0),  # s, 0 = never
+        probe=r.boolean("ur5e.probe"),
+        ports=UrPorts(dashboard=port("dashboard_port"), rtde=port("rtde_port"), script=port("script_port")),
+    )
+    if arm is None or r.errors:
+        return None
+    try:
+        rtde = RtdeArmConfig(**values)  # type: ignore[arg-type]
+    except ValueError as e:
+        r.check(False, f"ur5e: {e}")
+        return None
+    return Ur5eSettings(arm, rtde, factory, tf)
+
+
+def load_factories(spec: str) -> RtdeFactories:
+    """ur_rtde, or a "module:function" returning RtdeFactories (the test fake)."""
+    if not spec:
+        return library_factories()
+    module, _, func = spec.partition(":")
+    factories = getattr(importlib.import_module(module), func)()
+    if not isinstance(factories, RtdeFactories):
+        raise ValueError(f"{spec} returned {type(factories).__name__}, not RtdeFactories")
+    return factories
+
+
+def create(host: BackendHost, s: Ur5eSettings) -> BackendHandle:
+    from ..arm_ros import ArmRosBridge, ArmTfPublisher
+    from ..core.ur5e_rtde import RtdeArm
+
+    log = host.logger("skills.ur5e")
+    bridges: list[ArmRosBridge] = []  # the status callback may fire before the bridge exists
+
+    def on_status(_status: object) -> None:
+        if bridges:
+            bridges[0].publish_status()
+
+    arm = RtdeArm(s.rtde, load_factories(s.rtde_factory), log, on_status=on_status)
+    bridge = ArmRosBridge(host.node, log, "ur5e", arm, s.rtde.tcp_offset, s.arm, host.frame_id)
+    bridges.append(bridge)
+    try:
+        arm.connect()
+    except Exception as e:  # keep serving: robot/status says why, the monitor keeps retrying
+        log.error("UR5e not connected at startup: %s", e)
+    arm.start_monitor()
+    bridge.publish_status()
+    tf = ArmTfPublisher(host.node, arm, host.frame_id, s.rtde.tcp_offset, s.tf)
+
+    def close() -> None:
+        tf.close()
+        bridge.close()
+        arm.close()
+
+    return BackendHandle(bridge.backend, close)
+
+
+PLUGIN = BackendPlugin("ur5e", read, create, "the real UR5e through ur_rtde")
