@@ -28,6 +28,7 @@ from monologue_bringup.graph import (
     default_config_dir,
     graph_for,
     node_overrides,
+    params_custom_data,
     params_files,
     record_params,
 )
@@ -42,16 +43,17 @@ def _nodes(context, *args, **kwargs):
         raise RuntimeError(f"record:={record}: {error}")
     config_dir = default_config_dir()
     files = [str(f) for f in params_files(config_dir, robot, llm)]
-    custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": LIVE}
+    custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": LIVE,
+              **params_custom_data({}, robot, config_dir)}
     recording = record_params(record, LIVE, **custom) if record else {}
     actions = []
-    for spec in graph_for(robot, LIVE, record=bool(record)):
+    for spec in graph_for(robot, LIVE, record=bool(record), config_dir=config_dir):
         node = Node(
             package=spec.package,
             executable=spec.executable,
             name=spec.name,
             output="screen",
-            parameters=files + [node_overrides(spec, config_dir), _typed(recording.get(spec.name, {}))],
+            parameters=files + [node_overrides(spec, config_dir, robot), _typed(recording.get(spec.name, {}))],
             arguments=["--ros-args", "--log-level", log_level],
         )
         # A node that exits (crash or not) ends the whole graph, as in monologue-up.

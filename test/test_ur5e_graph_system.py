@@ -37,6 +37,7 @@ def tiny_owlvit(d: Path) -> Path:
     box head is zeroed so that every image patch proposes its prior box, a real box to ground in depth."""
     import torch
     import transformers as tf
+
     from monologue_vision.tiny_models import clip_configs, clip_tokenizer
 
     torch.manual_seed(0)

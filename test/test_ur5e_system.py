@@ -4,6 +4,7 @@ command sequence, cancel -> stopL, the e-stop topic latch and its reset service,
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -69,6 +70,14 @@ class Probe:
         self._spin.start()
         self.status: list[RobotStatus] = []
         self.node.create_subscription(RobotStatus, "robot/status", self.status.append, LATCHED)
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from tf2_msgs.msg import TFMessage
+
+        self.tf: list[Any] = []
+        self.tf_static: list[Any] = []
+        self.node.create_subscription(TFMessage, "/tf", self.tf.append, 10)
+        self.node.create_subscription(TFMessage, "/tf_static", self.tf_static.append,
+                                      QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.scene_pub = self.node.create_publisher(SceneDescription, "scene/description", LATCHED)
         self.estop_pub = self.node.create_publisher(Bool, "estop", 10)
         self.skill = ActionClient(self.node, ExecuteSkill, "execute_skill")
@@ -203,3 +212,19 @@ def test_estop_topic_latches_until_reset(ur5e_skills: tuple[Any, Path, list[str]
     result, _ = probe.execute("home")
     assert result.error_code == ExecuteSkill.Result.NONE, result.error_msg
     assert moves(log)[-1] == "moveJ"
+
+
+def test_the_arm_and_its_wrist_camera_are_on_tf(probe: Probe) -> None:
+    """base_link -> tool0 from the measured TCP pose (tool down, 0.16 m TCP offset: the flange 0.16 m above the
+    TCP) and the hand-eye calibration as the static tool0 -> camera_color_optical_frame, for perception."""
+    probe.wait_for("/tf and /tf_static", lambda: bool(probe.tf) and bool(probe.tf_static) and bool(probe.status))
+    t = probe.tf[-1].transforms[0]
+    assert (t.header.frame_id, t.child_frame_id) == ("base_link", "tool0")
+    tcp = probe.status[-1].tcp_pose  # m, rad
+    p = t.transform.translation
+    # the arm rests with the tool pointing down: a half turn about a horizontal axis
+    assert math.hypot(tcp[3], tcp[4], tcp[5]) == pytest.approx(math.pi, abs=1e-3) and abs(tcp[5]) < 1e-3
+    assert (p.x, p.y, p.z) == pytest.approx((tcp[0], tcp[1], tcp[2] + 0.16), abs=1e-3)
+    s = probe.tf_static[-1].transforms[0]
+    assert (s.header.frame_id, s.child_frame_id) == ("tool0", "camera_color_optical_frame")
+    assert (s.transform.translation.y, s.transform.translation.z) == pytest.approx((-0.075, 0.035))

@@ -14,9 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
-from monologue_domain.robots import TABLE_FILE, Robot, load_robots
-
 from monologue_bag.core.layout import CASSETTE_FILE, TRANSCRIPTS_DIR
+from monologue_domain.robots import TABLE_FILE, Robot, load_robots
 
 LLMS: tuple[str, ...] = ("embedded", "openai")
 
@@ -162,10 +161,18 @@ REPLAYED_PARAMS = ("perception", "success_detector")
 PARAMS_KEY = "monologue.params."
 
 
-def params_custom_data(node_params: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """custom_data entries for the overrides of the REPLAYED_PARAMS nodes (url-encoded)."""
-    return {f"{PARAMS_KEY}{n}": urlencode(sorted(node_params[n].items()))
-            for n in REPLAYED_PARAMS if node_params.get(n)}
+def params_custom_data(node_params: Mapping[str, Mapping[str, str]], robot: str | None = None,
+                       config_dir: Path | None = None) -> dict[str, str]:
+    """custom_data entries for the overrides of the REPLAYED_PARAMS nodes (url-encoded); given `robot`,
+    the parameters its table entry sets come first (a ur5e bag then replays with camera perception
+    and the tabletop rule whatever robot:= the replay names)."""
+    merged: dict[str, dict[str, str]] = {}
+    if robot is not None:
+        merged = {n: dict(v) for n, v in robot_params(robot, config_dir).items() if n in REPLAYED_PARAMS}
+    for n, v in node_params.items():
+        merged.setdefault(n, {}).update(v)
+    return {f"{PARAMS_KEY}{n}": urlencode(sorted(merged[n].items()))
+            for n in REPLAYED_PARAMS if merged.get(n)}
 
 
 def params_from_custom_data(custom: Mapping[str, str]) -> dict[str, dict[str, str]]:

@@ -129,7 +129,7 @@ class Supervisor:
         self.node_params: dict[str, dict[str, str]] = {}
         if record is not None:
             custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": mode,
-                      **params_custom_data(node_params or {})}
+                      **params_custom_data(node_params or {}, robot, self.config_dir)}
             self.node_params = record_params(record, mode, **custom)
         for k, v in (node_params or {}).items():
             self.node_params.setdefault(k, {}).update(v)
@@ -139,8 +139,8 @@ class Supervisor:
         self.env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
         self.sink = sink or (lambda line: print(line, flush=True))
         self.log_level = log_level
-        every = all_nodes(robot)
-        chosen = [s.name for s in graph_for(robot, mode, record is not None)] if nodes is None else list(nodes)
+        every = all_nodes(robot, self.config_dir)
+        chosen = [s.name for s in graph_for(robot, mode, record is not None, self.config_dir)] if nodes is None else list(nodes)
         self.specs = [s for s in every if s.name in chosen]
         unknown = (set(self.node_params) | set(chosen)) - {s.name for s in every}
         if unknown:

@@ -212,6 +212,11 @@ def test_perception_and_success_parameters_travel_in_the_bag() -> None:
     assert all(c not in v for v in custom.values() for c in ' ,"[]')  # safe inside custom_data's string list
     assert params_from_custom_data({**custom, "monologue.robot": "sim"}) == {
         "perception": params["perception"], "success_detector": params["success_detector"]}
+    # what the robot table sets travels too (the recorded overrides win)
+    ur5e = params_from_custom_data(params_custom_data({"perception": {"score_threshold": "0.2"}}, "ur5e"))
+    assert ur5e == {"perception": {"source": "camera", "score_threshold": "0.2"},
+                    "success_detector": {"strategy": "tabletop"}}
+    assert params_from_custom_data(params_custom_data(params, "sim"))["perception"]["source"] == "camera"
 
 
 def test_nodes_get_the_fast_dds_profile_unless_one_is_set(tmp_path) -> None:  # type: ignore[no-untyped-def]

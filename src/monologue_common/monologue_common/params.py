@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 # Pass to Node.__init__: every parameter in the parameter files (and -p overrides) is declared with
 # its value and type; nothing is declared with a default in code.
@@ -16,7 +17,8 @@ NODE_OPTIONS: dict[str, Any] = {
 
 def parameter_values(node: Node) -> dict[str, object]:
     """{dotted name: value} of every parameter the node has (use_sim_time included)."""
-    return {name: p.value for name, p in node.get_parameters_by_prefix("").items()}
+    params: dict[str, Parameter[Any]] = node.get_parameters_by_prefix("")  # type: ignore[assignment]
+    return {name: p.value for name, p in params.items()}
 
 
 def warn_unused(node: Node, unused: list[str]) -> None:

@@ -5,6 +5,7 @@ import itertools
 import math
 
 import pytest
+
 from monologue_domain.kinematic_world import PlaceNoise, TabletopWorld, world_with
 from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.tabletop import BLOCK_SIZE, COLORS, LOCATIONS, MIN_SEPARATION

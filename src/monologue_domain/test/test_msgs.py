@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Vector3
+from std_msgs.msg import Header
+
 from monologue_domain.msgs import (
     pose_stamped_msg,
     position_of,
@@ -16,8 +18,6 @@ from monologue_domain.msgs import (
     vec3,
 )
 from monologue_domain.scene import Scene, SceneObject
-from std_msgs.msg import Header
-
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.msg import SceneObject as SceneObjectMsg
 

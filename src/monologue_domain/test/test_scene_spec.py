@@ -6,6 +6,7 @@ import itertools
 import math
 
 import pytest
+
 from monologue_domain.kinematic_world import PlaceNoise, TabletopWorld
 from monologue_domain.scene_spec import (
     KINEMATIC_LAYOUT_ATTEMPTS,

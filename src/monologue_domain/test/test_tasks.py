@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.tabletop import BLOCK_SIZE, BOWL_FLOOR, COLORS, CORNERS, LOCATIONS

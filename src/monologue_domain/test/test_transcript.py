@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from monologue_domain.transcript import EventKind, Transcript, find_interrupted, load_episode
 
 

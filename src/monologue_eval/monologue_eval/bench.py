@@ -31,7 +31,7 @@ from typing import Any
 
 from monologue_domain.tasks import FAMILIES, Body, State, TaskInstance, TaskScene, sample_task
 
-from monologue_bringup.graph import ROBOTS, graph_for, scene_node
+from monologue_bringup.graph import graph_for, robot_entry, scene_node, simulated_robots
 
 from .core.benchmark import (
     K_STEPS,
@@ -67,18 +67,6 @@ SIMULATOR_FIGURES_TIMEOUT_S = 300.0  # s for the MuJoCo timing process
 SIMULATOR_FIGURES_CMD = (sys.executable, "-m", "monologue_eval.benchmarks.bench_sim", "--summary")
 
 
-def simulated_robots() -> tuple[str, ...]:
-    """The robots of graph.ROBOTS with a simulated scene (the bench sets a fresh scene per episode)."""
-    out = []
-    for robot in ROBOTS:
-        try:
-            scene_node(robot)
-        except ValueError:
-            continue
-        out.append(robot)
-    return tuple(out)
-
-
 class BenchmarkAborted(RuntimeError):
     """An error that retrying cannot fix (the planner refused the goal, no usable scene)."""
 
@@ -106,7 +94,7 @@ def static_overrides(settings: Settings, out: Path, robot: str = "sim") -> dict[
         "llm.cassette_mode": "record",
         "llm.cassette_path": str(out / "llm_calls.jsonl"),
     }}
-    if not settings.affordances and robot == "sim_kinematic":  # the arm backend offers them anyway
+    if not settings.affordances and robot_entry(robot).skills_backend == "kinematic":  # arm backends offer them anyway
         params["skills"] = {"sim.completed_affordance": "1.0"}
     return params
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from monologue_llm.base import (
     CandidateScore,
     CassetteMissError,

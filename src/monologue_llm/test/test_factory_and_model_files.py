@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from monologue_llm import model_files
 from monologue_llm.base import LLMBackend
 from monologue_llm.cassette import CassetteBackend, request_key
 from monologue_llm.factory import make_backend
 from monologue_llm.model_files import ModelFileError, embedded_model_path
-
-from monologue_llm import model_files
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from monologue_llm.base import LLMBackend, LLMError
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from monologue_llm.base import LLMBackend
 from monologue_llm.cassette import request_key
 from monologue_llm.factory import ALL_KEYS, make_backend_from_params

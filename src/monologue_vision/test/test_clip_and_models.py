@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from monologue_vision.models import ModelLoadError, resolve_model
 
 

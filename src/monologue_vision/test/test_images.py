@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from monologue_vision.images import check_image, decode_color, decode_depth
 
 

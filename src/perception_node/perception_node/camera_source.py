@@ -20,7 +20,6 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, Vector3
-from monologue_vision.images import decode_color, decode_depth
 from rclpy.callback_groups import CallbackGroup, MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -31,6 +30,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from monologue_common.qos import LATCHED
 from monologue_interfaces.msg import DetectionQueries, SceneDescription
 from monologue_interfaces.msg import SceneObject as SceneObjectMsg
+from monologue_vision.images import decode_color, decode_depth
 
 from .core.detectors import GroundTruthObject, make_detector
 from .core.geometry import Intrinsics, in_view, transform_from_quaternion

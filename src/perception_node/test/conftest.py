@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from monologue_vision.tiny_models import bytes_to_unicode as _bytes_to_unicode
 from monologue_vision.tiny_models import clip_configs as _clip_configs
 from monologue_vision.tiny_models import clip_tokenizer as _clip_tokenizer

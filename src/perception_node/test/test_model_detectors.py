@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from monologue_vision.clip import ClipScorer
 from monologue_vision.models import ModelLoadError
-
 from perception_node.core.detectors import (
     ClipReranker,
     DetectorConfig,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from monologue_vision.images import decode_depth
 
+from monologue_vision.images import decode_depth
 from perception_node.core.realsense import camera_info_fields, color_encoding, depth_units_to_mm
 
 

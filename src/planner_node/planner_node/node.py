@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import logging
 
-from monologue_domain.transcript import Event
-from monologue_llm.factory import make_backend_from_params
 from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -20,6 +18,7 @@ from rclpy.node import Node
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
 from monologue_common.runtime import run_node, to_time
+from monologue_domain.transcript import Event
 from monologue_interfaces.action import ExecuteInstruction  # type: ignore[import-untyped]
 from monologue_interfaces.msg import (  # type: ignore[import-untyped]
     DetectionQueries,
@@ -28,6 +27,7 @@ from monologue_interfaces.msg import (  # type: ignore[import-untyped]
     StepScores,
     TranscriptEvent,
 )
+from monologue_llm.factory import make_backend_from_params
 
 from .core.episode import EpisodeError, StepRecord
 from .core.runner import EpisodeOutcome, EpisodeRunner, GoalRequest, PreparedEpisode

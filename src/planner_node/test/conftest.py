@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.skills import SkillError, SkillRejected
 from monologue_llm.base import CandidateScore, Generation, ScoreResult
-
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.runner import EpisodeRunner
 from planner_node.core.settings import settings_from_parameters

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from monologue_domain.transcript import EventKind, Transcript
 
+from monologue_domain.transcript import EventKind, Transcript
 from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile

@@ -6,9 +6,9 @@ import logging
 from pathlib import Path
 
 import pytest
+
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.transcript import EventKind, Transcript
-
 from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.prompts import load_profile
 

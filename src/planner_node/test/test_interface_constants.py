@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from monologue_domain.skills import SkillError, SkillState
 from monologue_domain.transcript import EventKind
-
 from monologue_interfaces.action import ExecuteInstruction, ExecuteSkill
 from monologue_interfaces.msg import TranscriptEvent
 from planner_node.core.monologue import EpisodeError

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.tasks import matching_bowls_done
 from monologue_domain.transcript import EventKind, Transcript, load_episode
 from monologue_llm.base import LLMUnavailableError
-
 from planner_node.core.monologue import DONE_AFFORDANCE, EpisodeError, EpisodeOptions, InnerMonologue
 from planner_node.core.prompts import load_profile
 

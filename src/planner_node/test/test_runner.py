@@ -9,7 +9,6 @@ from pathlib import Path
 
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.transcript import Event, EventKind, Transcript, load_episode
-
 from planner_node.core import strategies
 from planner_node.core.episode import EpisodeError, EpisodeOptions, StepRecord
 from planner_node.core.runner import GoalRequest, PreparedEpisode, episode_options

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 import pytest
+
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.transcript import EventKind
-
 from planner_node.core import strategies
 from planner_node.core.episode import EpisodeError, EpisodeResult, ScoredCandidate, StepRecord
 from planner_node.core.loop import run_closed_loop

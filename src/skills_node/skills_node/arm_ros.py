@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 
 from geometry_msgs.msg import TransformStamped
-from rclpy.action import ActionClient
+from rclpy.action.client import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy

@@ -3,23 +3,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
-from geometry_msgs.msg import PoseStamped, Vector3
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.action.server import ServerGoalHandle
+from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, latched
 from monologue_common.runtime import run_node
+from monologue_domain.msgs import scene_object_to_msg
 from monologue_interfaces.action import ExecuteSkill
-from monologue_interfaces.msg import AffordanceReport, SceneDescription, SceneObject, SkillAffordance
+from monologue_interfaces.msg import AffordanceReport, SceneDescription, SkillAffordance
 from monologue_interfaces.srv import GetAffordances
 
 from .backends import BackendHandle, settings_from_parameters
-from .core.types import ObjectState, SkillState
+from .core.types import SkillState
 
 
 class SkillsNode(Node):
@@ -31,7 +30,7 @@ class SkillsNode(Node):
         warn_unused(self, unused)
         self.settings = settings
         self._frame = settings.frame_id
-        self._gt_pub: Any = None  # sim/ground_truth, only for a simulated world (an oracle's source)
+        self._gt_pub: Publisher | None = None  # sim/ground_truth: only a simulated world (an oracle's source)
         self._gt_lock = threading.Lock()
         # Every get_affordances answer, for bags (actions and services cannot be recorded on Jazzy).
         self._aff_pub = self.create_publisher(AffordanceReport, "skills/affordances", latched(100))
@@ -90,7 +89,7 @@ class SkillsNode(Node):
         self._aff_pub.publish(msg)
 
     def _execute(self, goal: ServerGoalHandle) -> ExecuteSkill.Result:
-        req: Any = goal.request
+        req: ExecuteSkill.Goal = goal.request
         cancel = threading.Event()
         done = threading.Event()
 
@@ -142,21 +141,9 @@ class SkillsNode(Node):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = self._frame
         msg.source = "ground_truth"
-        msg.objects = [_to_msg(s, msg.header) for s in states]
+        msg.objects = [scene_object_to_msg(s, msg.header) for s in states]
         with self._gt_lock:
             self._gt_pub.publish(msg)
-
-
-def _to_msg(s: ObjectState, header: Any) -> SceneObject:
-    pose = PoseStamped()
-    pose.header = header
-    pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in s.position)
-    pose.pose.orientation.w = 1.0
-    return SceneObject(
-        name=s.name, category=s.category, pose=pose,
-        size=Vector3(x=float(s.size[0]), y=float(s.size[1]), z=float(s.size[2])),
-        visible=True, confidence=1.0, segmentation_id=int(s.segmentation_id),
-    )
 
 
 def main(args: list[str] | None = None) -> None:

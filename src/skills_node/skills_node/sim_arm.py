@@ -9,10 +9,9 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 from geometry_msgs.msg import Pose, PoseStamped, Vector3
-from rclpy.action import ActionClient
+from rclpy.action.client import ActionClient, ClientGoalHandle
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -73,7 +72,7 @@ class RosSimArm:
         self._command_timeout = command_timeout_s
         self._motion_timeout = motion_timeout_s
         self._lock = threading.Lock()
-        self._goal: Any = None  # handle of the running goal, for stop()
+        self._goal: ClientGoalHandle | None = None  # handle of the running goal, for stop()
         self._stopped = threading.Event()
         self._tcp: TcpPose | None = None
         self._q: list[float] = []
@@ -145,7 +144,7 @@ class RosSimArm:
             detail="" if connected else "the simulator's arm/command is not available")
 
     # ---- internals -----------------------------------------------------------------------------
-    def _send(self, goal: Any, motion: bool = True) -> Any:
+    def _send(self, goal: ArmCommand.Goal, motion: bool = True) -> ArmCommand.Result:
         if motion:
             self._stopped.clear()
         if not self._client.wait_for_server(timeout_sec=self._command_timeout):

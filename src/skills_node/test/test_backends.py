@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-from monologue_domain.robots import load_robots
 
+from monologue_domain.robots import load_robots
 from skills_node.backends import (
     BackendHandle,
     BackendPlugin,

@@ -12,9 +12,6 @@ import logging
 from dataclasses import replace
 
 import numpy as np
-from monologue_llm.base import LLMBackend
-from monologue_llm.factory import make_backend_from_params
-from monologue_vision.images import decode_color
 from numpy.typing import NDArray
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -26,6 +23,9 @@ from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, from_time, run_node, wait_future
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
+from monologue_llm.base import LLMBackend
+from monologue_llm.factory import make_backend_from_params
+from monologue_vision.images import decode_color
 
 from .core.detectors import Context, ImageTextScorer, SceneEntry, make_detector
 from .core.history import StampedHistory

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 import yaml
-from monologue_llm.factory import ALL_KEYS
 
+from monologue_llm.factory import ALL_KEYS
 from success_detector_node.core.settings import settings_from_parameters
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from monologue_llm.base import (
     CandidateScore,
     LLMUnavailableError,
     ScoreResult,
     ScoringUnsupportedError,
 )
-
 from success_detector_node.core.detectors import (
     ClipBeforeAfterDetector,
     Context,

@@ -58,6 +58,9 @@ TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
+_RCLPY_PARAMETERS = ("use_sim_time", "start_type_description_service")
+
+
 class _ReadTracking(dict[str, object]):
     """The parameter values, remembering which ones settings_from_parameters read (the rest are unused)."""
 
@@ -84,8 +87,8 @@ class TabletopSimNode(Node):
         s = self.settings
         # sim/reset without counts uses the configured ones (numbers, checked above)
         self._counts = (int(cast(float, raw["sim.num_blocks"])), int(cast(float, raw["sim.num_bowls"])))
-        warn_unused(self, sorted(k for k in raw if k not in raw.read and k != "use_sim_time"
-                                 and not k.startswith("llm.")))
+        warn_unused(self, sorted(k for k in raw if k not in raw.read and k not in _RCLPY_PARAMETERS
+                                 and not k.startswith("llm.")))  # llm.*: config/llm/*.yaml's `/**` block
         self._start_q = PARK_Q if s.camera_mode == "overhead" else HOME_Q
 
         layout = layout_scene(s.spec, s.seed)

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 os.environ.setdefault("MUJOCO_GL", "egl")  # before anything imports mujoco
 
 import pytest  # noqa: E402
-from monologue_domain.scene_spec import SceneSpec, layout_scene  # noqa: E402
 
+from monologue_domain.scene_spec import SceneSpec, layout_scene  # noqa: E402
 from tabletop_sim.core.arm import ArmController  # noqa: E402
 from tabletop_sim.core.kinematics import ArmKinematics  # noqa: E402
 from tabletop_sim.core.world import SimWorld, WorldConfig  # noqa: E402

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from monologue_domain.tabletop import BLOCK_SIZE, BOWL_FLOOR
 
+from monologue_domain.tabletop import BLOCK_SIZE, BOWL_FLOOR
 from tabletop_sim.core.arm import ArmController
 from tabletop_sim.core.camera import CameraRenderer, intrinsics
 from tabletop_sim.core.geometry import invert, transform_point

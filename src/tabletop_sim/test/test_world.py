@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.tabletop import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, LOCATIONS
-
 from tabletop_sim.core.arm import ArmController
 from tabletop_sim.core.geometry import TOOL_DOWN_QUAT, Pose
 from tabletop_sim.core.kinematics import HOME_Q

@@ -11,7 +11,9 @@ from monologue_common.core.settings import ParamReader
 from .recording import parse_rates
 from .timeline import PlaybackOptions
 
-NOT_MINE = ("use_sim_time", "llm")  # every node receives the shared llm block (config/llm/*.yaml)
+# Parameters every node has but these do not read: rclpy's own, and the shared llm block of
+# config/llm/*.yaml (`/**`).
+NOT_MINE = ("use_sim_time", "start_type_description_service", "llm")
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ class ParamReader:
             self.errors.append(message)
 
     # -- end ----------------------------------------------------------------------------------
-    def unused(self, ignore: Sequence[str] = ("use_sim_time",)) -> list[str]:
+    def unused(self, ignore: Sequence[str] = ("use_sim_time", "start_type_description_service")) -> list[str]:
         """Parameters that were set but never read (typos, or another robot's block)."""
         return sorted(k for k in self.params
                       if k not in self.read and not any(k == i or k.startswith(i + ".") for i in ignore))

@@ -29,4 +29,5 @@ def settings_from_parameters(params: Mapping[str, object]) -> VizSettings:
         lifetime_s=r.number("lifetime", 0.0),
     )
     r.finish()
-    return VizSettings(view, tuple(r.unused(("use_sim_time", "llm"))))
+    # not read: rclpy's own parameters, and the shared llm block of config/llm/*.yaml (`/**`)
+    return VizSettings(view, tuple(r.unused(("use_sim_time", "start_type_description_service", "llm"))))

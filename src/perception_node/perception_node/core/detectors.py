@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
+
 from monologue_vision.clip import ClipScorer
 from monologue_vision.images import RgbImage, check_image
 from monologue_vision.models import (
@@ -29,7 +31,6 @@ from monologue_vision.models import (
     set_threads,
     to_pil,
 )
-from numpy.typing import NDArray
 
 from .geometry import Box, FloatArray, Intrinsics, apply, invert, valid_depth_mask
 

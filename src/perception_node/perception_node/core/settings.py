@@ -11,8 +11,9 @@ from monologue_common.core.settings import ParamReader
 from .detectors import DETECTORS, DetectorConfig
 
 SOURCES = ("oracle", "camera")
-# Parameters every node receives but not every node reads (the shared llm block: config/llm/*.yaml).
-NOT_MINE = ("use_sim_time", "llm")
+# Parameters every node has but not every node reads: rclpy's own, and the shared llm block of
+# config/llm/*.yaml (`/**`).
+NOT_MINE = ("use_sim_time", "start_type_description_service", "llm")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from monologue_domain.transcript import Event, EventKind
 
 _REQUIRED_FORMATS = ("instruction", "action", "done")

@@ -2,7 +2,7 @@
 
 A strategy is an object with a `name`, a `decoding` ("score" or "generate", recorded in the
 transcript header) and `run(episode) -> EpisodeResult`. It appends its events to
-`episode.transcript` (and ends it: `episode.finish`) and reports every planned step through
+`episode.transcript` (and ends it with `core.episode.finish`) and reports every planned step through
 `episode.on_step`. Strategies register by name in `core.strategies`; the reusable pieces they are
 built from live in core.loop, core.scoring, core.generation, core.feedback, core.scene_feedback and
 core.human.

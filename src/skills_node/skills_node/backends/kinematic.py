@@ -8,10 +8,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from monologue_common.core.settings import ParamReader
 from monologue_domain.kinematic_world import PlaceNoise, TabletopWorld
 from monologue_domain.scene_spec import SceneSpec, random_spec
-
-from monologue_common.core.settings import ParamReader
 
 from ..core.backend import SimBackend
 from . import BackendHandle, BackendHost, BackendPlugin

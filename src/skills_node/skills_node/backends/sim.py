@@ -1,7 +1,7 @@
 """Backend `sim`: the MuJoCo tabletop (tabletop_sim) driven like the real UR5e, through its
 `arm/command` action (RosSimArm) with the same safety layer and pick-and-place primitive.
 
-Parameters (config/robots/sim.yaml): `arm.*` (the primitive, `command_timeout`, `motion_timeout`),
+Parameters (config/robots/sim.yaml): `arm.*` (the primitive, `tcp_offset`, `command_timeout`, `motion_timeout`),
 `safety.*`, `approval.*`, `scene_topic`, `place_categories`, `use_place_points`, `status_rate`.
 """
 from __future__ import annotations
@@ -13,21 +13,21 @@ from monologue_common.core.settings import ParamReader
 from . import BackendHandle, BackendHost, BackendPlugin
 from ._arm import ArmSettings, read_arm
 
-SIM_TCP_OFFSET = (0.0, 0.0, 0.10, 0.0, 0.0, 0.0)  # m, rad: the simulator's suction-cup lip (tabletop_sim TCP_OFFSET)
-
 
 @dataclass(frozen=True)
 class SimArmSettings:
     arm: ArmSettings
+    tcp_offset: tuple[float, ...]  # m, rad: flange -> TCP of the simulated tool (tabletop_sim's TCP_OFFSET)
     command_timeout: float  # s, arm/command goal acceptance and suction
     motion_timeout: float  # s, one motion
 
 
 def read(r: ParamReader) -> SimArmSettings | None:
     arm = read_arm(r, "arm")
+    tcp_offset = r.numbers("arm.tcp_offset", 6)
     command = r.number("arm.command_timeout", low=0.0, low_open=True)
     motion = r.number("arm.motion_timeout", low=0.0, low_open=True)
-    return SimArmSettings(arm, command, motion) if arm is not None else None
+    return SimArmSettings(arm, tcp_offset, command, motion) if arm is not None and not r.errors else None
 
 
 def create(host: BackendHost, s: SimArmSettings) -> BackendHandle:
@@ -39,7 +39,7 @@ def create(host: BackendHost, s: SimArmSettings) -> BackendHandle:
     arm = RosSimArm(host.node, ReentrantCallbackGroup(), s.command_timeout, s.motion_timeout)
     # forward_kinematics (UR DH) agrees with tabletop_sim's base_link for its HOME_Q (checked at
     # start-up: the home TCP must lie in the workspace box)
-    bridge = ArmRosBridge(host.node, host.logger("skills.sim"), "sim", arm, SIM_TCP_OFFSET, s.arm, host.frame_id)
+    bridge = ArmRosBridge(host.node, host.logger("skills.sim"), "sim", arm, s.tcp_offset, s.arm, host.frame_id)
     return BackendHandle(bridge.backend, bridge.close)
 
 

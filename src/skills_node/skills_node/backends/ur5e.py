@@ -99,10 +99,15 @@ def create(host: BackendHost, s: Ur5eSettings) -> BackendHandle:
         log.error("UR5e not connected at startup: %s", e)
     arm.start_monitor()
     bridge.publish_status()
-    tf = ArmTfPublisher(host.node, arm, host.frame_id, s.rtde.tcp_offset, s.tf)
+    try:
+        tf: ArmTfPublisher | None = ArmTfPublisher(host.node, arm, host.frame_id, s.rtde.tcp_offset, s.tf)
+    except ImportError as e:  # tf2_msgs is not on PyPI: a pip-only install without the workspace's copy
+        tf = None
+        log.error("no /tf for the wrist camera (%s): perception needs its static_camera_pose", e)
 
     def close() -> None:
-        tf.close()
+        if tf is not None:
+            tf.close()
         bridge.close()
         arm.close()
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 import numpy as np
-from monologue_llm.base import ScoreResult, ScoringUnsupportedError, normalize_scores
 from numpy.typing import NDArray
+
+from monologue_llm.base import ScoreResult, ScoringUnsupportedError, normalize_scores
 
 
 @dataclass(frozen=True)

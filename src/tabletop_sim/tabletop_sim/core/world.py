@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
+
 from monologue_domain.scene import LOCATION, Scene, SceneObject
 from monologue_domain.scene_spec import SceneLayout
 from monologue_domain.tabletop import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, BOWL_HEIGHT, LOCATIONS
