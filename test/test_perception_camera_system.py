@@ -42,6 +42,7 @@ def perception(ros_domain: int, scenes: dict[str, object]) -> Iterator[subproces
         [str(REPO / "src" / "perception_node"), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen(
         [sys.executable, "-c", "from perception_node.node import main; main()", "--ros-args",
+         "--params-file", str(REPO / "config" / "monologue.yaml"),
          "-p", "source:=camera", "-p", "detector:=oracle", "-p", "process_rate:=4.0", "-p", "refresh_timeout:=5.0",
          "-p", f"static_camera_pose:=[{', '.join(f'{v:.9f}' for v in pose)}]"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -41,7 +41,8 @@ class Proc:
         self.t0 = time.monotonic()
         self.p = subprocess.Popen(
             [sys.executable, "-c", "from perception_node.realsense_publisher import main; main()",
-             "--ros-args", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             "--ros-args", "-r", "__node:=camera", "--params-file", str(REPO / "config" / "robots" / "ur5e.yaml"),
+             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         threading.Thread(target=lambda: self.lines.extend(self.p.stdout or []), daemon=True).start()
 

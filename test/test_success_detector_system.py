@@ -149,7 +149,7 @@ class TestClip:
     @pytest.fixture(scope="class")
     @classmethod
     def clip_dir(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
-        from perception_node.core.tiny_models import tiny_clip
+        from monologue_vision.tiny_models import tiny_clip
 
         return tiny_clip(tmp_path_factory.mktemp("success_clip") / "clip")
 
@@ -168,7 +168,7 @@ class TestClip:
 
     def test_scores_the_image_at_the_skill_start_and_a_fresh_one(self, peer: Peer, node: GraphLog,
                                                                  clip_dir: Path) -> None:
-        from perception_node.core.detectors import ClipScorer
+        from monologue_vision.clip import ClipScorer
 
         text = "a photo of the red block in the blue bowl"
         scorer = ClipScorer(str(clip_dir))

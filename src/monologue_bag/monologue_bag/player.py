@@ -185,7 +185,7 @@ class PlayerNode(Node):
 
     @property
     def playback_rate(self) -> float:
-        return float(self.get_parameter("rate").value)
+        return self.settings.playback.rate
 
     def destroy_node(self) -> None:
         self._stop.set()

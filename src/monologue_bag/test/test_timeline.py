@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 
@@ -29,8 +30,13 @@ class Recorder:
             self.now = round(self.now + step, 6)
 
 
+def options(**changes: float | bool) -> PlaybackOptions:
+    """config/monologue.yaml's bag_player values, with `changes`."""
+    return replace(PlaybackOptions(rate=1.0, start_offset_s=0.0, loop=False, hold_period_s=0.2), **changes)
+
+
 def make(spec: list[BagMessage], rec: Recorder, limit: int | None = None, **opts: float | bool) -> Playback:
-    return Playback(spec, T0, PlaybackOptions(**opts), rec, logging.getLogger("t"), limit_ns=limit)  # type: ignore[arg-type]
+    return Playback(spec, T0, options(**opts), rec, logging.getLogger("t"), limit_ns=limit)
 
 
 def test_messages_keep_their_spacing_scaled_by_the_rate() -> None:
@@ -88,9 +94,9 @@ def test_loop_restarts_at_the_offset() -> None:
 
 def test_invalid_options_are_refused() -> None:
     with pytest.raises(ValueError, match="rate"):
-        PlaybackOptions(rate=0).validate()
+        options(rate=0).validate()
     with pytest.raises(ValueError, match="offset"):
-        PlaybackOptions(start_offset_s=-1).validate()
+        options(start_offset_s=-1).validate()
     with pytest.raises(ValueError, match="loop"):
         make(msgs(("/a", 0.0)), Recorder(), limit=T0, loop=True)
 
@@ -104,7 +110,7 @@ def test_a_waiter_is_released_only_after_the_messages_were_published() -> None:
     def publish(m: BagMessage) -> None:
         seen.append(holder[0].wait_reached(T0 + NS, 0.0))
 
-    pb = Playback(spec, T0, PlaybackOptions(hold_period_s=0.0), publish, logging.getLogger("t"), limit_ns=T0 + NS)
+    pb = Playback(spec, T0, options(hold_period_s=0.0), publish, logging.getLogger("t"), limit_ns=T0 + NS)
     holder.append(pb)
     pb.tick(0.0)
     pb.tick(5.0)  # one batch up to the limit

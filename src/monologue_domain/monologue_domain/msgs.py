@@ -10,14 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-# The generated message modules ship without type information: their classes are Any to mypy.
-from builtin_interfaces.msg import Time  # type: ignore[import-untyped]
-from geometry_msgs.msg import Point, PoseStamped, Quaternion, Vector3  # type: ignore[import-untyped]
-from std_msgs.msg import Header  # type: ignore[import-untyped]
+# The generated message modules ship without type information (mypy.ini ignores them): Any to mypy.
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, PoseStamped, Quaternion, Vector3
+from std_msgs.msg import Header
 
-from monologue_interfaces.msg import (  # type: ignore[import-untyped]
-    SceneDescription as SceneDescriptionMsg,
-)
+from monologue_interfaces.msg import SceneDescription as SceneDescriptionMsg
 from monologue_interfaces.msg import SceneObject as SceneObjectMsg
 
 from .scene import IDENTITY, Scene, SceneObject, Vec3

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -21,6 +22,10 @@ from monologue_viz.core.markers import (
     ViewConfig,
 )
 
+# config/monologue.yaml's viz section
+CFG = ViewConfig(frame_id="base_link", lines=12, line_height_m=0.035, text_size_m=0.025, anchor=(0.5, -0.55, 0.45),
+                 lifetime_s=0.0)
+
 
 def check(markers: list[MarkerSpec]) -> None:
     """What RViz needs: a frame, one marker per (ns, id) per update, sane sizes and lifetimes."""
@@ -35,7 +40,7 @@ def check(markers: list[MarkerSpec]) -> None:
 
 
 def test_transcript_keeps_the_last_rows_and_deletes_the_rest() -> None:
-    view = TranscriptView(ViewConfig(lines=3, lifetime_s=0.0))
+    view = TranscriptView(replace(CFG, lines=3, lifetime_s=0.0))
     view.on_event("e1", 0, "SCENE_OBJECTS", "Scene: There is a red block.", {})
     view.on_event("e1", 1, "HUMAN_INSTRUCTION", "Human: stack them.", {})
     first = view.markers()
@@ -62,7 +67,7 @@ def test_transcript_keeps_the_last_rows_and_deletes_the_rest() -> None:
 
 
 def test_long_lines_wrap_and_failed_success_is_red() -> None:
-    view = TranscriptView(ViewConfig(lines=10, wrap_chars=20))
+    view = TranscriptView(replace(CFG, lines=10, wrap_chars=20))
     view.on_event("e", 0, "SCENE_OBJECTS", "Scene: There is a red, blue, green block and a yellow bowl.", {})
     view.on_event("e", 1, "SUCCESS", "Success: False", {"success": False})
     m = view.markers()
@@ -90,6 +95,6 @@ def test_scene_objects_keep_ids_and_vanished_ones_are_deleted() -> None:
 
 def test_bad_view_config_is_refused() -> None:
     with pytest.raises(ValueError, match="frame_id"):
-        TranscriptView(ViewConfig(frame_id=""))
+        TranscriptView(replace(CFG, frame_id=""))
     with pytest.raises(ValueError):
-        TranscriptView(ViewConfig(lines=0))
+        TranscriptView(replace(CFG, lines=0))

@@ -22,10 +22,12 @@ NS = 1_000_000_000
 
 @dataclass(frozen=True)
 class PlaybackOptions:
-    rate: float = 1.0  # playback speed factor (2.0 = twice as fast)
-    start_offset_s: float = 0.0  # s into the bag where playback starts
-    loop: bool = False  # restart at the offset after the last message (not with gates)
-    hold_period_s: float = 0.2  # s between re-publications while waiting; 0 = never
+    """bag_player's playback parameters (values: config/monologue.yaml, section `bag_player`)."""
+
+    rate: float  # playback speed factor (2.0 = twice as fast)
+    start_offset_s: float  # s into the bag where playback starts
+    loop: bool  # restart at the offset after the last message (not with gates)
+    hold_period_s: float  # s between re-publications while waiting; 0 = never
 
     def validate(self) -> None:
         if not self.rate > 0:

@@ -51,13 +51,15 @@ class MarkerSpec:
 
 @dataclass(frozen=True)
 class ViewConfig:
-    frame_id: str = "base_link"
-    lines: int = 12  # transcript rows shown
-    line_height_m: float = 0.035
-    text_size_m: float = 0.025
-    anchor: Vec3 = (0.5, -0.55, 0.45)  # m, the newest row
+    """The viz node's parameters (values: config/monologue.yaml, section `viz`)."""
+
+    frame_id: str
+    lines: int  # transcript rows shown
+    line_height_m: float  # m between rows
+    text_size_m: float  # m, text height
+    anchor: Vec3  # m, the newest row, in frame_id
+    lifetime_s: float  # s, 0 = until replaced or deleted
     wrap_chars: int = 70  # characters per row
-    lifetime_s: float = 0.0
 
     def validate(self) -> None:
         if not self.frame_id:

@@ -14,8 +14,6 @@ import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before anything imports mujoco
 
-from perception_node.core.detectors import OracleDetector  # noqa: E402
-from perception_node.core.pipeline import PerceptionPipeline  # noqa: E402
 
 BENCH = (Path(__file__).resolve().parents[2] / "monologue_eval" / "monologue_eval" / "benchmarks"
          / "bench_perception.py")
@@ -40,7 +38,7 @@ def test_oracle_locates_the_visible_blocks_of_a_mujoco_frame(bench: ModuleType) 
     blocks = {o.name for o in f.truth if o.category == "block"}
     assert len(blocks) >= 2 and blocks <= f.visible  # the home view sees the whole workspace
 
-    rep = bench.measure(PerceptionPipeline(OracleDetector()), frames)
+    rep = bench.measure(bench.PerceptionPipeline(bench.OracleDetector()), frames)  # the bench's own imports
 
     assert rep.fn == 0 and rep.fp == 0 and rep.tp == len(f.visible)
     block_errors = [e3 for key, errs in rep.errors_cm.items() if key.startswith("block") for _, e3 in errs]
