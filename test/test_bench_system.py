@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from monologue_domain.tasks import Body, sample_task
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]

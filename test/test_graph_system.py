@@ -9,9 +9,9 @@ import pytest
 import rclpy
 from rclpy.action import get_action_client_names_and_types_by_node, get_action_server_names_and_types_by_node
 
-from monologue_eval.demo import run_episode, world_states
 from monologue_bringup.graph import LIVE, select
 from monologue_domain.tasks import matching_bowls_done
+from monologue_eval.demo import run_episode, world_states
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 

@@ -19,9 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def camera_graph(ros_domain: int, tmp_path: Path) -> Iterator[Any]:
     """The camera-perception demo graph, recorded into tmp_path/bag; yields (log, bag dir, stop)."""
-    from monologue_eval.demo import CAMERA_PERCEPTION
-
     from monologue_bringup.up import Supervisor
+    from monologue_eval.demo import CAMERA_PERCEPTION
 
     from .conftest import GraphLog
 

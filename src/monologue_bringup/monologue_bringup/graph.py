@@ -113,9 +113,7 @@ def camera_node(robot: str, config_dir: Path | None = None) -> str:
 def robot_params(robot: str, config_dir: Path | None = None) -> dict[str, dict[str, str]]:
     """The parameters the table sets: the skills backend plug-in, the perception source, the success
     strategy (they override the YAML files)."""
-    entry = robot_entry(robot, config_dir)
-    return {"skills": {"backend": entry.skills_backend}, "perception": {"source": entry.perception},
-            "success_detector": {"strategy": entry.success}}
+    return robot_entry(robot, config_dir).node_params()
 
 
 def graph_for(robot: str, mode: str = LIVE, record: bool = False,

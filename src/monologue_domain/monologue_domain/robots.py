@@ -47,6 +47,12 @@ class Robot:
     def simulated(self) -> bool:
         return bool(self.scene_node)
 
+    def node_params(self) -> dict[str, dict[str, str]]:
+        """The node parameters this entry decides ({node: {name: value}}); they override the YAML files:
+        the skills backend plug-in, the perception source, the success strategy."""
+        return {SKILLS_NODE: {"backend": self.skills_backend}, "perception": {"source": self.perception},
+                "success_detector": {"strategy": self.success}}
+
 
 def _text(entry: Mapping[str, object], key: str, where: str, errors: list[str], required: bool = True) -> str:
     value = entry.get(key, "")

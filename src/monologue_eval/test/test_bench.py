@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from monologue_domain.tasks import FAMILIES, TaskScene
 from monologue_eval.bench import CassetteTail, _string_list, goal_options, scene_overrides, static_overrides
 from monologue_eval.core.benchmark import (

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from monologue_domain.robots import load_robots
 from perception_node.core.settings import realsense_settings_from_parameters, settings_from_parameters
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
@@ -28,6 +29,8 @@ def params(node: str, *files: str) -> dict[str, object]:
         doc = yaml.safe_load((CONFIG / f).read_text()) or {}
         for section in ("/**", node):
             flat((doc.get(section) or {}).get("ros__parameters", {}))
+        if f.startswith("robots/"):  # the robot table decides a few parameters (source, strategy, ...)
+            out.update(load_robots(CONFIG)[Path(f).stem].node_params().get(node, {}))
     return out
 
 
@@ -52,7 +55,7 @@ def test_missing_and_bad_parameters_are_reported_together() -> None:
 
 
 def test_a_static_camera_pose_and_unused_parameters() -> None:
-    p = params("perception", "monologue.yaml")
+    p = params("perception", "monologue.yaml", "robots/sim.yaml")
     p.update({"static_camera_pose": [0.5, 0.0, 0.6, 1.0, 0.0, 0.0, 0.0], "typo": 1, "llm.backend": "openai"})
     s = settings_from_parameters(p)
     assert s.camera.static_camera_pose == (0.5, 0.0, 0.6, 1.0, 0.0, 0.0, 0.0)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from monologue_domain.robots import load_robots
 from monologue_llm.factory import ALL_KEYS
 from success_detector_node.core.settings import settings_from_parameters
 
@@ -29,6 +30,8 @@ def params(node: str, *files: str) -> dict[str, object]:
         doc = yaml.safe_load((CONFIG / f).read_text()) or {}
         for section in ("/**", node):
             flat((doc.get(section) or {}).get("ros__parameters", {}))
+        if f.startswith("robots/"):  # the robot table decides a few parameters (source, strategy, ...)
+            out.update(load_robots(CONFIG)[Path(f).stem].node_params().get(node, {}))
     return out
 
 FILES = ("monologue.yaml", "robots/sim_kinematic.yaml", "llm/embedded.yaml")

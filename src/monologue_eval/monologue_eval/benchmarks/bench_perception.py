@@ -41,13 +41,13 @@ from types import SimpleNamespace  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
-from monologue_vision.images import decode_color, decode_depth  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from monologue_bringup.graph import default_config_dir  # noqa: E402
 from monologue_interfaces.msg import SceneDescription  # noqa: E402
 from monologue_interfaces.msg import SceneObject as SceneObjectMsg  # noqa: E402
+from monologue_vision.images import decode_color, decode_depth  # noqa: E402
 from perception_node.camera_source import CameraSource  # noqa: E402
 from perception_node.core import geometry as g  # noqa: E402
 from perception_node.core import synthetic as s  # noqa: E402

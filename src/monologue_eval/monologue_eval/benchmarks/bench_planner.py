@@ -16,12 +16,11 @@ import threading
 import time
 from collections.abc import Sequence
 
+from monologue_bringup.graph import default_config_dir
 from monologue_domain.transcript import Transcript
 from monologue_llm.base import CandidateScore, Generation, ScoreResult
 from monologue_llm.llama_cpp_backend import LlamaCppBackend
 from monologue_llm.model_files import embedded_model_path
-
-from monologue_bringup.graph import default_config_dir
 from planner_node.core.monologue import EpisodeOptions, InnerMonologue
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
