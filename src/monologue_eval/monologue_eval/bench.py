@@ -29,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from monologue_domain.tasks import FAMILIES, Body, State, TaskInstance, TaskScene, sample_task
-
 from monologue_bringup.graph import graph_for, robot_entry, scene_node, simulated_robots
+from monologue_domain.msgs import scene_objects_from_msg
+from monologue_domain.tasks import FAMILIES, State, TaskInstance, TaskScene, sample_task, state_from_objects
 
 from .core.benchmark import (
     K_STEPS,
@@ -123,11 +123,7 @@ def _string_list(items: Sequence[str]) -> str:
 
 def _state(objects: Sequence[Any]) -> State:
     """SceneObject messages -> State (locations dropped)."""
-    return {
-        o.name: Body((o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
-                     (o.size.x, o.size.y, o.size.z))
-        for o in objects if o.category != "location"
-    }
+    return state_from_objects(scene_objects_from_msg(objects))
 
 
 class LineSink:

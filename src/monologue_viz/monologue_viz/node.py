@@ -17,10 +17,11 @@ from visualization_msgs.msg import Marker, MarkerArray
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
 from monologue_common.runtime import run_node
+from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import SceneDescription, TranscriptEvent
 
-from .core.markers import ADD, CUBE, CYLINDER, MarkerSpec, SceneItem, SceneView, TranscriptView
+from .core.markers import ADD, CUBE, CYLINDER, MarkerSpec, SceneView, TranscriptView
 from .core.settings import VizSettings, settings_from_parameters
 
 _TYPES = {"text": Marker.TEXT_VIEW_FACING, CUBE: Marker.CUBE, CYLINDER: Marker.CYLINDER}
@@ -59,9 +60,7 @@ class VizNode(Node):
         self._pub.publish(self._array(self.view.markers()))
 
     def _on_scene(self, msg: SceneDescription) -> None:
-        items = [SceneItem(o.name, o.category,
-                           (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
-                           (o.size.x, o.size.y, o.size.z)) for o in msg.objects]
+        items = scene_objects_from_msg(msg.objects)
         frame = msg.header.frame_id or self.view.cfg.frame_id
         self._scene_pub.publish(self._array(self.scene.markers(frame, items)))
 

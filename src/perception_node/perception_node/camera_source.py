@@ -28,8 +28,8 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from monologue_common.qos import LATCHED
+from monologue_domain.msgs import scene_object_to_msg
 from monologue_interfaces.msg import DetectionQueries, SceneDescription
-from monologue_interfaces.msg import SceneObject as SceneObjectMsg
 from monologue_vision.images import decode_color, decode_depth
 
 from .core.detectors import GroundTruthObject, make_detector
@@ -229,18 +229,7 @@ class CameraSource:
         out.header.stamp = color.header.stamp
         out.header.frame_id = self.p.base_frame
         out.source = self.pipeline.detector.name
-        for o in objects:
-            m = SceneObjectMsg()
-            m.name, m.category, m.visible, m.confidence = o.name, o.category, o.visible, float(o.confidence)
-            m.pose.header = out.header
-            m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z = o.position
-            m.pose.pose.orientation.w = 1.0
-            m.size = Vector3(x=float(o.size[0]), y=float(o.size[1]), z=float(o.size[2]))
-            m.segmentation_id = -1
-            if o.place_point is not None:
-                m.has_place_point = True
-                m.place_point = Point(x=o.place_point[0], y=o.place_point[1], z=o.place_point[2])
-            out.objects.append(m)
+        out.objects = [scene_object_to_msg(o, out.header) for o in objects]
         if gt is not None:  # named locations ("top left corner") are not perceived: pass them through
             out.objects.extend(o for o in gt.objects if o.category == "location")
             out.held_objects = list(gt.held_objects)

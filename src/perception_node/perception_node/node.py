@@ -17,10 +17,11 @@ from rclpy.node import Node
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import from_time, run_node
+from monologue_domain.msgs import scene_from_msg
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene
 
-from .core.scene import OracleSceneSource, Scene, SceneObject
+from .core.scene import OracleSceneSource, Scene
 from .core.settings import PerceptionSettings, settings_from_parameters
 
 
@@ -93,22 +94,6 @@ class PerceptionNode(Node):
         else:
             res.success, res.scene = True, latest
         return res
-
-
-def scene_from_msg(msg: SceneDescription) -> Scene:
-    stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-    objs = tuple(
-        SceneObject(
-            name=o.name, category=o.category,
-            position=(o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
-            size=(o.size.x, o.size.y, o.size.z), visible=o.visible, confidence=o.confidence,
-            segmentation_id=o.segmentation_id,
-            place_point=(o.place_point.x, o.place_point.y, o.place_point.z) if o.has_place_point else None,
-        )
-        for o in msg.objects
-    )
-    return Scene(frame=msg.header.frame_id, stamp_s=stamp, source=msg.source, objects=objs,
-                 held_objects=tuple(msg.held_objects))
 
 
 def scene_to_msg(scene: Scene, template: SceneDescription) -> SceneDescription:

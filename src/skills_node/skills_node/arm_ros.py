@@ -17,13 +17,14 @@ from std_msgs.msg import Bool
 
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, wait_future
+from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.action import AskHuman
 from monologue_interfaces.msg import RobotStatus, SceneDescription
 from monologue_interfaces.srv import ResetEstop
 
 from .backends._arm import ArmSettings, ArmTf, Transform, flange_in_base
 from .core.arm import ArmPort, ArmStatus, RobotMode, SafetyMode, TcpPose, mode_name
-from .core.arm_backend import ArmSkillBackend, SceneEntry, SceneLocator
+from .core.arm_backend import ArmSkillBackend, SceneLocator
 from .core.kinematics import forward_kinematics
 from .core.safety import ApprovalGate, SafeArm, is_approval
 
@@ -111,12 +112,7 @@ class ArmRosBridge:
         return res
 
     def _on_scene(self, msg: SceneDescription) -> None:
-        self.locator.update([
-            SceneEntry(o.name, o.category,
-                       (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z), bool(o.visible),
-                       (o.place_point.x, o.place_point.y, o.place_point.z) if o.has_place_point else None)
-            for o in msg.objects
-        ])
+        self.locator.update(scene_objects_from_msg(msg.objects))
 
     def publish_status(self) -> None:
         status = self.arm.status()

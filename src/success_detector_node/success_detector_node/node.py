@@ -21,6 +21,7 @@ from sensor_msgs.msg import Image
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, from_time, run_node, wait_future
+from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
 from monologue_llm.base import LLMBackend
@@ -33,12 +34,7 @@ from .core.settings import SuccessSettings, settings_from_parameters
 
 
 def _entries(scene: SceneDescription) -> dict[str, SceneEntry]:
-    return {
-        o.name: SceneEntry(o.name, o.category,
-                           (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z), o.visible,
-                           (o.place_point.x, o.place_point.y, o.place_point.z) if o.has_place_point else None)
-        for o in scene.objects
-    }
+    return {o.name: o for o in scene_objects_from_msg(scene.objects)}
 
 
 class SuccessDetectorNode(Node):

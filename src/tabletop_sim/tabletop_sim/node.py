@@ -19,7 +19,7 @@ from typing import Any, cast  # noqa: E402
 
 import numpy as np  # noqa: E402
 from geometry_msgs.msg import Pose as PoseMsg  # noqa: E402
-from geometry_msgs.msg import PoseStamped, TransformStamped, Vector3  # noqa: E402
+from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402
 from rclpy.action import ActionServer, CancelResponse, GoalResponse  # noqa: E402
 from rclpy.action.server import ServerGoalHandle  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup  # noqa: E402
@@ -32,8 +32,10 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused  # noqa: E402
 from monologue_common.qos import LATCHED  # noqa: E402
 from monologue_common.runtime import run_node  # noqa: E402
+from monologue_domain.msgs import scene_to_msg  # noqa: E402
+from monologue_domain.scene_spec import layout_scene, make_spec  # noqa: E402
 from monologue_interfaces.action import ArmCommand  # noqa: E402
-from monologue_interfaces.msg import SceneDescription, SceneObject  # noqa: E402
+from monologue_interfaces.msg import SceneDescription  # noqa: E402
 from monologue_interfaces.srv import DisturbSim, ResetSim  # noqa: E402
 
 from .core.arm import ArmController, ArmResult  # noqa: E402
@@ -44,7 +46,6 @@ from .core.kinematics import HOME_Q, PARK_Q  # noqa: E402
 from .core.model import ARM_JOINTS, TCP_OFFSET  # noqa: E402
 from .core.motion import ArmError  # noqa: E402
 from .core.runner import SimRunner  # noqa: E402
-from .core.scene import LOCATIONS, layout_scene, make_spec  # noqa: E402
 from .core.world import SimWorld, WorldConfig  # noqa: E402
 
 BASE_FRAME = "base_link"
@@ -243,25 +244,7 @@ class TabletopSimNode(Node):
 
     # ----- state publishing ----------------------------------------------------------------------
     def publish_ground_truth(self) -> None:
-        objects = self.world.objects()
-        msg = SceneDescription()
-        msg.header = Header(stamp=self.get_clock().now().to_msg(), frame_id=BASE_FRAME)
-        msg.source = "ground_truth"
-        for o in objects:
-            pose = PoseStamped(header=msg.header)
-            pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = o.position
-            q = pose.pose.orientation
-            q.x, q.y, q.z, q.w = o.orientation
-            msg.objects.append(SceneObject(
-                name=o.name, category=o.category, pose=pose, size=Vector3(x=o.size[0], y=o.size[1], z=o.size[2]),
-                visible=True, confidence=1.0, segmentation_id=o.segmentation_id))
-        for name, (x, y) in LOCATIONS.items():
-            pose = PoseStamped(header=msg.header)
-            pose.pose.position.x, pose.pose.position.y = x, y
-            pose.pose.orientation.w = 1.0
-            msg.objects.append(SceneObject(name=name, category="location", pose=pose, size=Vector3(),
-                                           visible=True, confidence=1.0, segmentation_id=-1))
-        msg.held_objects = [o.name for o in objects if o.held]
+        msg = scene_to_msg(self.world.ground_truth(0.0, BASE_FRAME), stamp=self.get_clock().now().to_msg())
         with self._gt_lock:
             self._gt_pub.publish(msg)
 

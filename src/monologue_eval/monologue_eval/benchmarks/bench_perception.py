@@ -45,6 +45,9 @@ from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from monologue_bringup.graph import default_config_dir  # noqa: E402
+from monologue_domain.scene import SceneObject  # noqa: E402
+from monologue_domain.scene_spec import layout_scene, make_spec  # noqa: E402
+from monologue_domain.tabletop import LOCATIONS, MAX_BOWLS  # noqa: E402
 from monologue_interfaces.msg import SceneDescription  # noqa: E402
 from monologue_interfaces.msg import SceneObject as SceneObjectMsg  # noqa: E402
 from monologue_vision.images import decode_color, decode_depth  # noqa: E402
@@ -59,11 +62,9 @@ from perception_node.core.detectors import (  # noqa: E402
 )
 from perception_node.core.memory import ObjectMemory  # noqa: E402
 from perception_node.core.pipeline import Frame, PerceptionPipeline, PipelineConfig  # noqa: E402
-from perception_node.core.scene import SceneObject  # noqa: E402
 from tabletop_sim.core.arm import ArmController  # noqa: E402
 from tabletop_sim.core.camera import CameraRenderer  # noqa: E402
 from tabletop_sim.core.kinematics import HOME_Q, ArmKinematics  # noqa: E402
-from tabletop_sim.core.scene import LOCATIONS, MAX_BOWLS, layout_scene, make_spec  # noqa: E402
 from tabletop_sim.core.world import ObjectTruth, SimWorld, WorldConfig  # noqa: E402
 
 LOG = logging.getLogger("bench_perception")

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 
 from monologue_bringup.graph import default_config_dir
+from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.transcript import Transcript
 from monologue_llm.base import CandidateScore, Generation, ScoreResult
 from monologue_llm.llama_cpp_backend import LlamaCppBackend
@@ -25,7 +26,6 @@ from planner_node.core.monologue import EpisodeOptions, InnerMonologue
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
 from skills_node.core.backend import SimBackend
-from skills_node.core.tabletop import TabletopWorld
 
 LOG = logging.getLogger("bench")
 

@@ -25,12 +25,12 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+from monologue_domain.scene_spec import SceneSpec, layout_scene  # noqa: E402
 from tabletop_sim.core.arm import ArmController  # noqa: E402
 from tabletop_sim.core.camera import CameraRenderer  # noqa: E402
 from tabletop_sim.core.kinematics import PARK_Q, ArmKinematics  # noqa: E402
 from tabletop_sim.core.primitive import pick_and_place  # noqa: E402
 from tabletop_sim.core.runner import SimRunner  # noqa: E402
-from tabletop_sim.core.scene import SceneSpec, layout_scene  # noqa: E402
 from tabletop_sim.core.world import SimWorld, WorldConfig  # noqa: E402
 
 LOG = logging.getLogger("bench_sim")

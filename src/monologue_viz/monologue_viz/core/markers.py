@@ -9,6 +9,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from monologue_domain.scene import SceneObject
+
 Vec3 = tuple[float, float, float]
 RGBA = tuple[float, float, float, float]
 
@@ -127,12 +129,7 @@ class TranscriptView:
         return out
 
 
-@dataclass(frozen=True)
-class SceneItem:
-    name: str
-    category: str  # "block", "bowl", "location", ...
-    position: Vec3  # m, object centre in frame_id
-    size: Vec3  # m, axis-aligned extent
+SceneItem = SceneObject  # name, category, position (m, object centre in frame_id), size (m, extent)
 
 
 class SceneView:

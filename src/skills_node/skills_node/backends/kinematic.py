@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from monologue_common.core.settings import ParamReader
 from monologue_domain.kinematic_world import PlaceNoise, TabletopWorld
-from monologue_domain.scene_spec import SceneSpec, random_spec
+from monologue_domain.scene_spec import SceneSpec, make_spec
 
 from ..core.backend import SimBackend
 from . import BackendHandle, BackendHost, BackendPlugin
@@ -38,10 +38,9 @@ def read(r: ParamReader) -> KinematicSettings:
     phase = r.number("sim.phase_duration", low=0.0, high=10.0)
     completed = r.number("sim.completed_affordance", low=0.0, high=1.0)
     spec = SceneSpec(blocks, bowls, heavy)
-    if not (blocks or bowls) and not r.errors:
-        try:
-            drawn = random_spec(seed, num_blocks, num_bowls, matching)
-            spec = SceneSpec(drawn.block_colors, drawn.bowl_colors, heavy)
+    if not r.errors:
+        try:  # the kinematic world's lenient check: any colour names, no count limits
+            spec = make_spec(seed, num_blocks, num_bowls, matching, blocks, bowls, heavy, strict=False)
         except ValueError as e:
             r.check(False, f"sim: {e}")
     return KinematicSettings(seed, spec, noise, phase, completed)

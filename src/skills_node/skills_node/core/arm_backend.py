@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from monologue_domain.scene import SceneObject
+
 from .arm import ArmFault, FaultKind, MotionInterrupted, MotionRefused, Refusal, TcpPose, Vector3
 from .backend import FeedbackFn
 from .safety import ApprovalGate, SafeArm, SkillRule
@@ -51,15 +53,7 @@ class ObjectLocator(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class SceneEntry:
-    """One thing in a scene description: its pick / place point in the base frame (m)."""
-
-    name: str
-    category: str  # "block", "bowl", "plate", "location", a detector label...
-    position: Vector3
-    visible: bool = True
-    place_point: Vector3 | None = None  # m; where to put things onto it (IM-R plate/bowl point), None = position
+SceneEntry = SceneObject  # one thing in a scene description: pick / place point in the base frame, m
 
 
 class SceneLocator:

@@ -14,19 +14,10 @@ from typing import Protocol, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from monologue_domain.scene import SceneObject
 from monologue_llm.base import ScoreResult, ScoringUnsupportedError, normalize_scores
 
-
-@dataclass(frozen=True)
-class SceneEntry:
-    """One object or location as the detector sees it; position in metres in the base frame."""
-
-    name: str
-    category: str
-    position: tuple[float, float, float]
-    visible: bool = True
-    # Where things are put onto it (m, base frame), e.g. the IM-R plate/bowl place point; None = position.
-    place_point: tuple[float, float, float] | None = None
+SceneEntry = SceneObject  # one object or location as a detector sees it; m, base frame
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,11 @@
-"""The simulator's scene content is monologue_domain's (one scene sampler for both worlds): limits,
-explicit colours, heavy blocks, and the palette the renderer uses."""
+"""The one scene sampler of both worlds (monologue_domain.scene_spec): limits, explicit colours, heavy
+blocks, and the palette the simulator's renderer uses."""
 from __future__ import annotations
 
 import pytest
 
-from monologue_domain import scene_spec, tabletop
-from tabletop_sim.core import scene
-from tabletop_sim.core.scene import COLOR_RGB, COLORS, SceneSpec, layout_scene, make_spec, random_spec
-
-
-def test_scene_content_is_the_domains() -> None:
-    for name in ("SceneSpec", "SceneLayout", "ObjectPlacement", "layout_scene", "make_spec", "random_spec"):
-        assert getattr(scene, name) is getattr(scene_spec, name), name
-    for name in ("COLORS", "COLOR_RGB", "LOCATIONS", "WORKSPACE_X", "WORKSPACE_Y", "BLOCK_SIZE", "BOWL_DIAMETER",
-                 "BOWL_HEIGHT", "BOWL_FLOOR", "MIN_SEPARATION"):
-        assert getattr(scene, name) is getattr(tabletop, name), name
+from monologue_domain.scene_spec import SceneSpec, layout_scene, make_spec, random_spec
+from monologue_domain.tabletop import COLOR_RGB, COLORS
 
 
 def test_same_seed_same_scene_and_different_seed_differs() -> None:
