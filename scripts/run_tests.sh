@@ -72,7 +72,32 @@ if [ "$LINT" = 1 ]; then
     [ -d "$d" ] && have_py_files "$d" && core_dirs+=("$d")
   done
   # rclpy adapters that are type-checked too (node modules with the rclpy stubs that exist).
-  for f in ${MYPY_ADAPTERS:-}; do
+  MYPY_ADAPTERS="${MYPY_ADAPTERS:-
+    src/monologue_common/monologue_common/__init__.py
+    src/monologue_common/monologue_common/params.py
+    src/monologue_common/monologue_common/qos.py
+    src/monologue_common/monologue_common/runtime.py
+    src/planner_node/planner_node/node.py
+    src/planner_node/planner_node/ros_ports.py
+    src/skills_node/skills_node/node.py
+    src/skills_node/skills_node/arm_ros.py
+    src/skills_node/skills_node/sim_arm.py
+    src/skills_node/skills_node/backends/__init__.py
+    src/skills_node/skills_node/backends/_arm.py
+    src/skills_node/skills_node/backends/kinematic.py
+    src/skills_node/skills_node/backends/sim.py
+    src/skills_node/skills_node/backends/ur5e.py
+    src/monologue_bringup/monologue_bringup/__init__.py
+    src/monologue_bringup/monologue_bringup/graph.py
+    src/monologue_bringup/monologue_bringup/human.py
+    src/monologue_bringup/monologue_bringup/up.py
+    src/monologue_eval/monologue_eval/__init__.py
+    src/monologue_eval/monologue_eval/bag_info.py
+    src/monologue_eval/monologue_eval/bench.py
+    src/monologue_eval/monologue_eval/client.py
+    src/monologue_eval/monologue_eval/demo.py
+    src/monologue_eval/monologue_eval/replay.py}"
+  for f in ${MYPY_ADAPTERS}; do
     [ -f "$f" ] && core_dirs+=("$f")
   done
   if [ "${#core_dirs[@]}" -gt 0 ]; then

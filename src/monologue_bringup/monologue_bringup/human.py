@@ -14,7 +14,10 @@ import queue
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rclpy.action.server import ServerGoalHandle
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     import rclpy
-    from rclpy.action import ActionServer, CancelResponse
+    from rclpy.action.server import ActionServer, CancelResponse
     from rclpy.executors import MultiThreadedExecutor
+    from rclpy.utilities import try_shutdown
 
     from monologue_common.qos import TRANSCRIPT
     from monologue_interfaces.action import AskHuman
@@ -81,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
 
     node.create_subscription(TranscriptEvent, "monologue/transcript", on_event, TRANSCRIPT)
 
-    def serve(goal: Any) -> Any:
-        req = goal.request
+    def serve(goal: ServerGoalHandle) -> AskHuman.Result:
+        req: AskHuman.Goal = goal.request
         timeout = float(req.timeout) or args.answer_timeout or 60.0
         answers = console.open_question()
         print(f"\n>>> The robot asks: {req.question}\n>>> (answer within {timeout:.0f} s)", flush=True)
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         executor.shutdown()
         node.destroy_node()
-        rclpy.try_shutdown()
+        try_shutdown()
     return 0
 
 

@@ -140,7 +140,8 @@ class Supervisor:
         self.sink = sink or (lambda line: print(line, flush=True))
         self.log_level = log_level
         every = all_nodes(robot, self.config_dir)
-        chosen = [s.name for s in graph_for(robot, mode, record is not None, self.config_dir)] if nodes is None else list(nodes)
+        chosen = (list(nodes) if nodes is not None
+                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir)])
         self.specs = [s for s in every if s.name in chosen]
         unknown = (set(self.node_params) | set(chosen)) - {s.name for s in every}
         if unknown:

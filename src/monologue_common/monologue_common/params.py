@@ -17,7 +17,8 @@ NODE_OPTIONS: dict[str, Any] = {
 
 def parameter_values(node: Node) -> dict[str, object]:
     """{dotted name: value} of every parameter the node has (use_sim_time included)."""
-    params: dict[str, Parameter[Any]] = node.get_parameters_by_prefix("")  # type: ignore[assignment]
+    # rclpy annotates the values as plain values, but they are Parameter objects
+    params: dict[str, Parameter] = node.get_parameters_by_prefix("")  # type: ignore[assignment]
     return {name: p.value for name, p in params.items()}
 
 

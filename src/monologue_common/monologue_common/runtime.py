@@ -12,6 +12,7 @@ from builtin_interfaces.msg import Time
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.task import Future
+from rclpy.utilities import ok
 
 
 class WaitTimeout(Exception):
@@ -33,15 +34,15 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
     finally:
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
+        if ok():
             rclpy.shutdown()
 
 
 def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.Event | None = None) -> Any:
     """Block a non-executor thread until `future` is done.
 
-    Returns the result, or None if `cancel` was set first. Raises WaitTimeout after `timeout_s` (s),
-    and RuntimeError if the future raised.
+    Returns the result (Any: rclpy's Future is not generic), or None if `cancel` was set first.
+    Raises WaitTimeout after `timeout_s` (s), and RuntimeError if the future raised.
     """
     done = threading.Event()
     future.add_done_callback(lambda _f: done.set())
@@ -65,4 +66,4 @@ def to_time(t: float) -> Time:
 
 
 def from_time(t: Time) -> float:
-    return float(t.sec) + t.nanosec * 1e-9
+    return float(t.sec) + float(t.nanosec) * 1e-9

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monologue_bringup.graph import graph_for, robot_entry, scene_node, simulated_robots
 from monologue_domain.msgs import scene_objects_from_msg
@@ -56,6 +56,10 @@ from .core.benchmark import (
     summarize,
 )
 from .core.report import markdown_table, report_markdown, results_json, settings_text, write_chart, write_json
+
+if TYPE_CHECKING:  # annotations only (mypy sees generated messages as Any: rosidl ships no type information)
+    from monologue_bringup.up import Supervisor
+    from monologue_interfaces.msg import SceneDescription, SceneObject
 
 LOG = logging.getLogger("monologue_bench")
 DEFAULT_EPISODES = 1  # per cell; 8 tasks x 3 variants ~ 10 min with the embedded model on 2 cores
@@ -99,7 +103,7 @@ def static_overrides(settings: Settings, out: Path, robot: str = "sim") -> dict[
     return params
 
 
-def goal_options(variant: Variant, settings: Settings) -> dict[str, Any]:
+def goal_options(variant: Variant, settings: Settings) -> dict[str, str | int]:
     """ExecuteInstruction goal fields of a Table 1 variant (Human feedback is off in every one)."""
     from monologue_interfaces.action import ExecuteInstruction
 
@@ -121,7 +125,7 @@ def _string_list(items: Sequence[str]) -> str:
     return "[" + ", ".join(f"'{c}'" for c in items or [""]) + "]"
 
 
-def _state(objects: Sequence[Any]) -> State:
+def _state(objects: Sequence[SceneObject]) -> State:
     """SceneObject messages -> State (locations dropped)."""
     return state_from_objects(scene_objects_from_msg(objects))
 
@@ -198,7 +202,7 @@ class SceneProbe:
 
     def __init__(self) -> None:
         import rclpy
-        from rclpy.action import ActionClient
+        from rclpy.action.client import ActionClient
         from rclpy.executors import SingleThreadedExecutor
 
         from monologue_common.qos import LATCHED
@@ -210,13 +214,13 @@ class SceneProbe:
         self.node = rclpy.create_node(f"monologue_bench_{os.getpid()}")
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
-        self.latest: Any = None
+        self.latest: SceneDescription | None = None
         self.node.create_subscription(SceneDescription, "sim/ground_truth", self._on_truth, LATCHED)
         self.describe = self.node.create_client(DescribeScene, "describe_scene")
         self.request = DescribeScene.Request
         self.planner = ActionClient(self.node, ExecuteInstruction, "execute_instruction")
 
-    def _on_truth(self, msg: Any) -> None:
+    def _on_truth(self, msg: SceneDescription) -> None:
         self.latest = msg
 
     def wait_planner(self, timeout_s: float) -> None:
@@ -226,12 +230,12 @@ class SceneProbe:
                 raise InfrastructureError(f"the planner's execute_instruction did not appear in {timeout_s:.0f} s")
             self.executor.spin_once(timeout_sec=0.2)
 
-    def wait_scene(self, names: set[str], since: float, timeout_s: float) -> list[Any]:
+    def wait_scene(self, names: set[str], since: float, timeout_s: float) -> list[SceneObject]:
         """Objects of the first ground truth stamped after `since` (s, epoch) with exactly `names`
         (blocks and bowls), once perception describes the same scene."""
         deadline = time.monotonic() + timeout_s
 
-        def fresh(msg: Any) -> bool:
+        def fresh(msg: SceneDescription) -> bool:
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             return stamp >= since and {o.name for o in msg.objects if o.category != "location"} == names
 
@@ -270,8 +274,8 @@ class GraphRunner:
         probe_scene = scene_overrides(TaskScene(("red",), (), 0), 0.0, robot)
         self.scene_nodes = sorted(probe_scene)
         self.sink = LineSink(out / "graph.log")
-        self.graph: Any = None
-        self.scene_sup: Any = None
+        self.graph: Supervisor | None = None
+        self.scene_sup: Supervisor | None = None
         self.probe: SceneProbe | None = None
         self.start_s = 0.0  # s, last bring-up of the static graph until the planner answered
 
@@ -492,8 +496,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if runner is not None:
             runner.close()
             import rclpy
+            from rclpy.utilities import ok
 
-            if rclpy.ok():
+            if ok():
                 rclpy.shutdown()
     done = {r.key: r for r in store.load()}
     records = [done[k] for k in plan if k in done]

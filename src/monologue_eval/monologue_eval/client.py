@@ -8,9 +8,13 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monologue_domain.objects import ObjectState
+
+if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no type information)
+    from monologue_interfaces.action import ExecuteInstruction
+    from monologue_interfaces.msg import SceneDescription, SceneObject, TranscriptEvent
 
 GROUND_TRUTH_TOPIC = "sim/ground_truth"  # the simulator's (or kinematic tabletop's) exact world
 SCENE_TOPIC = "scene/description"  # what perception sees (every robot)
@@ -20,12 +24,12 @@ _CLIENT_IDS = itertools.count()  # one node name per run_episode call (rosout wa
 def run_episode(
     instruction: str,
     timeout_s: float,
-    print_event: Callable[[Any], None] = print,
+    print_event: Callable[[TranscriptEvent], None] = print,
     ready_timeout_s: float = 180.0,
-    goal: Any = None,
-    goal_options: Mapping[str, Any] | None = None,
+    goal: ExecuteInstruction.Goal | None = None,
+    goal_options: Mapping[str, object] | None = None,
     fallback_scene: bool = False,
-) -> tuple[Any, list[Any]]:
+) -> tuple[ExecuteInstruction.Result, list[SceneObject]]:
     """Send one ExecuteInstruction goal (`goal`, or one with just `instruction`) to a running graph;
     return (result, final world objects).
 
@@ -34,24 +38,25 @@ def run_episode(
     it when none comes within 5 s (a simulator that publishes only on change). With `fallback_scene`,
     a graph without ground truth (a real robot) is judged from perception's last scene description."""
     import rclpy
-    from rclpy.action import ActionClient
+    from rclpy.action.client import ActionClient
     from rclpy.executors import SingleThreadedExecutor
+    from rclpy.utilities import ok
 
     from monologue_common.qos import LATCHED
     from monologue_interfaces.action import ExecuteInstruction
     from monologue_interfaces.msg import SceneDescription
 
-    own_context = not rclpy.ok()
+    own_context = not ok()
     if own_context:
         rclpy.init(args=[])  # not sys.argv: its key:=value arguments are not ROS remappings
     node = rclpy.create_node(f"monologue_eval_{os.getpid()}_{next(_CLIENT_IDS)}")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    truth: list[Any] = []
-    seen: list[Any] = []
+    truth: list[SceneDescription] = []
+    seen: list[SceneDescription] = []
     received: list[int] = []
 
-    def on_feedback(fb: Any) -> None:
+    def on_feedback(fb: ExecuteInstruction.Impl.FeedbackMessage) -> None:
         received.append(fb.feedback.event.index)
         print_event(fb.feedback.event)
 
@@ -98,11 +103,12 @@ def run_episode(
 def planner_available(timeout_s: float) -> bool:
     """True if a planner's execute_instruction action server appears on this ROS domain within `timeout_s` s."""
     import rclpy
-    from rclpy.action import ActionClient
+    from rclpy.action.client import ActionClient
+    from rclpy.utilities import ok
 
     from monologue_interfaces.action import ExecuteInstruction
 
-    own_context = not rclpy.ok()
+    own_context = not ok()
     if own_context:
         rclpy.init(args=[])
     node = rclpy.create_node(f"monologue_eval_probe_{os.getpid()}_{next(_CLIENT_IDS)}")
@@ -115,7 +121,7 @@ def planner_available(timeout_s: float) -> bool:
             rclpy.shutdown()
 
 
-def world_states(objects: Sequence[Any]) -> list[ObjectState]:
+def world_states(objects: Sequence[SceneObject]) -> list[ObjectState]:
     """SceneObject messages -> ObjectState (positions and sizes in m, base frame)."""
     return [
         ObjectState(o.name, o.category, (o.pose.pose.position.x, o.pose.pose.position.y,

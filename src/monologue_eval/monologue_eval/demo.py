@@ -27,15 +27,19 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monologue_bringup.graph import parse_launch_args, scene_node
 from monologue_bringup.up import Supervisor, parse_node_params, record_dir_error
 
 from .client import planner_available, run_episode, world_states
+
+if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no type information)
+    from monologue_interfaces.action import ExecuteInstruction
+    from monologue_interfaces.msg import SceneObject, TranscriptEvent
 
 __all__ = ["CAMERA_PERCEPTION", "DEFAULT_INSTRUCTION", "main", "run_episode", "world_states"]
 
@@ -95,7 +99,7 @@ def parse_args(argv: Sequence[str]) -> DemoArgs:
     return DemoArgs(values, parse_node_params(extra), given)
 
 
-def judge(instruction: str, result: Any, objects: Sequence[Any]) -> bool:
+def judge(instruction: str, result: ExecuteInstruction.Result, objects: Sequence[SceneObject]) -> bool:
     """Whether the world satisfies the instruction: the matching-bowls reward on the final objects for
     the default instruction; the planner's own verdict for any other (no reward function for it)."""
     from monologue_domain.tasks import matching_bowls_done
@@ -120,15 +124,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_own_graph(args)
 
 
-def _report(result: Any, done: bool, t0: float) -> None:
+def _report(result: ExecuteInstruction.Result, done: bool, t0: float) -> None:
     print(f"== planner: {'success' if result.success else 'failure'} ({result.reason}); "
           f"{result.steps_taken} skills in {time.monotonic() - t0:.1f} s")
     print(f"== world state satisfies the instruction: {done}")
     print(f"== transcript: {result.transcript_path}")
 
 
-def _show(lock: threading.Lock) -> Any:
-    def show(event: Any) -> None:
+def _show(lock: threading.Lock) -> Callable[[TranscriptEvent], None]:
+    def show(event: TranscriptEvent) -> None:
         with lock:
             print(f"  {event.text}", flush=True)
 

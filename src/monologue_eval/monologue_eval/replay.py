@@ -28,15 +28,20 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monologue_bringup.graph import REPLAY, params_from_custom_data, parse_launch_args
 from monologue_bringup.up import Supervisor, parse_node_params, record_dir_error
 
+if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no type information)
+    from monologue_bag.core.episode import GoalSpec
+    from monologue_interfaces.action import ExecuteInstruction
+    from monologue_interfaces.msg import SceneDescription, TranscriptEvent
+
 CAMERA_REL_TOL = 0.01  # relative tolerance of numbers in event data when perception used the camera
 
 
-def build_goal(spec: Any) -> Any:
+def build_goal(spec: GoalSpec) -> ExecuteInstruction.Goal:
     """monologue_bag GoalSpec -> ExecuteInstruction.Goal."""
     from monologue_interfaces.action import ExecuteInstruction
 
@@ -54,16 +59,17 @@ def wait_for_perception(timeout_s: float) -> bool:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rclpy.utilities import ok
 
     from monologue_interfaces.msg import SceneDescription
 
-    own = not rclpy.ok()
+    own = not ok()
     if own:
         rclpy.init(args=[])
     node = rclpy.create_node(f"monologue_replay_probe_{os.getpid()}")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    got: list[Any] = []
+    got: list[SceneDescription] = []
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
     node.create_subscription(SceneDescription, "scene/description", got.append, latched)
     try:
@@ -150,9 +156,9 @@ def replay(
                 return 1
             for n, ep in enumerate(episodes, start=1):
                 say(f"== episode {n}/{len(episodes)}: {ep.instruction!r} ({len(ep.events)} events recorded)")
-                got: list[Any] = []
+                got: list[TranscriptEvent] = []
 
-                def show(msg: Any, got: list[Any] = got) -> None:
+                def show(msg: TranscriptEvent, got: list[TranscriptEvent] = got) -> None:
                     got.append(msg)
                     say(f"  {msg.text}")
 

@@ -1,7 +1,4 @@
 """The planner's ports implemented with rclpy clients. Every wait has a timeout."""
-# rclpy is only partly annotated (ActionClient, Node.get_logger ...): calls into it are allowed
-# from this adapter; everything else is checked strictly.
-# mypy: disallow-untyped-calls=False
 from __future__ import annotations
 
 import threading
@@ -17,9 +14,9 @@ from rclpy.task import Future
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, to_time
 from monologue_common.runtime import wait_future as _wait
-from monologue_interfaces.action import AskHuman, ExecuteSkill  # type: ignore[import-untyped]
-from monologue_interfaces.msg import RobotStatus  # type: ignore[import-untyped]
-from monologue_interfaces.srv import DescribeScene, DetectSuccess, GetAffordances  # type: ignore[import-untyped]
+from monologue_interfaces.action import AskHuman, ExecuteSkill
+from monologue_interfaces.msg import RobotStatus
+from monologue_interfaces.srv import DescribeScene, DetectSuccess, GetAffordances
 
 from .core.ports import PortUnavailable, SceneItem, SkillOption, SkillResult, SuccessReport
 

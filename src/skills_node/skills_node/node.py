@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import cast
 
 from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 
@@ -49,6 +51,11 @@ class SkillsNode(Node):
             self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
             self._timer = self.create_timer(1.0 / settings.ground_truth_rate, self.publish_ground_truth)
             self.publish_ground_truth()
+
+    def get_logger(self) -> RcutilsLogger:
+        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
+        cover inherited methods called on a subclass)."""
+        return cast(RcutilsLogger, Node.get_logger(self))
 
     # ---- BackendHost ---------------------------------------------------------------------------
     @property
@@ -128,7 +135,7 @@ class SkillsNode(Node):
 
     def destroy_node(self) -> None:
         self._handle.close()
-        super().destroy_node()
+        super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
 
     def publish_ground_truth(self) -> None:
         """sim/ground_truth from a simulated world's backend (nothing on real hardware)."""

@@ -16,11 +16,14 @@ import logging
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from monologue_common.core.settings import ParamReader
 
 from ..core.backend import SkillBackend
+
+if TYPE_CHECKING:  # for annotations only: nothing here imports rclpy at run time
+    from rclpy.node import Node
 
 S = TypeVar("S")
 
@@ -41,7 +44,7 @@ class BackendHost(Protocol):
     """What the skills node offers a backend while it is built."""
 
     @property
-    def node(self) -> Any:
+    def node(self) -> Node:
         """The rclpy Node: arm backends subscribe, publish and call actions through it."""
         ...
 

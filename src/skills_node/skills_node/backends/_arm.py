@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 from monologue_common.core.settings import ParamReader
 
@@ -38,7 +39,7 @@ def read_limits(r: ParamReader) -> SafetyLimits | None:
     allowed = r.strings("safety.skills")
     unknown = [s for s in allowed if s not in rules]
     r.check(not unknown, f"safety.skills: unknown skills {unknown}; known: {sorted(rules)}")
-    values = dict(
+    make = partial(SafetyLimits,  # built after the error check below
         workspace_min=_vec3(r.numbers("safety.workspace_min", 3)),
         workspace_max=_vec3(r.numbers("safety.workspace_max", 3)),
         min_height=r.number("safety.min_height"),  # m
@@ -53,7 +54,7 @@ def read_limits(r: ParamReader) -> SafetyLimits | None:
     if r.errors:
         return None
     try:
-        return SafetyLimits(**values)  # type: ignore[arg-type]
+        return make()
     except ValueError as e:
         r.check(False, f"safety: {e}")
         return None
@@ -65,7 +66,7 @@ def read_pick_place(r: ParamReader, block: str) -> PickPlaceConfig | None:
         return r.number(f"{block}.{key}", low=low)
 
     home = r.numbers(f"{block}.home_joints", allow=(1, 6))  # rad; one value = no home skill
-    values = dict(
+    make = partial(PickPlaceConfig,  # built after the error check below
         hover_height=num("hover_height"), orientation=_vec3(r.numbers(f"{block}.orientation", 3)),
         speed=num("speed"), acceleration=num("acceleration"), contact_speed=num("contact.speed"),
         contact_margin=num("contact.margin"), joint_speed=num("joint_speed"),
@@ -76,7 +77,7 @@ def read_pick_place(r: ParamReader, block: str) -> PickPlaceConfig | None:
     if r.errors:
         return None
     try:
-        return PickPlaceConfig(**values)  # type: ignore[arg-type]
+        return make()
     except ValueError as e:
         r.check(False, f"{block}: {e}")
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from functools import partial
 
 from monologue_common.core.settings import ParamReader
 
@@ -36,7 +37,7 @@ def read(r: ParamReader) -> Ur5eSettings | None:
     def port(name: str) -> int:
         return r.integer(f"ur5e.{name}", low=1, high=65535)
 
-    values = dict(
+    make = partial(RtdeArmConfig,  # built after the error check below
         host=r.string("ur5e.host", nonempty=True),
         tcp_offset=r.numbers("ur5e.tcp_offset", 6),  # m, rad
         payload_mass=r.number("ur5e.payload_mass", low=0.0),  # kg
@@ -61,7 +62,7 @@ def read(r: ParamReader) -> Ur5eSettings | None:
     if arm is None or r.errors:
         return None
     try:
-        rtde = RtdeArmConfig(**values)  # type: ignore[arg-type]
+        rtde = make()
     except ValueError as e:
         r.check(False, f"ur5e: {e}")
         return None
