@@ -15,14 +15,14 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-import rclpy
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.action.server import ServerGoalHandle
+from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.serialization import serialize_message
+from rclpy.utilities import try_shutdown
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import latched
@@ -90,6 +90,11 @@ class PlayerNode(Node):
         self._thread.start()
         self.get_logger().info(f"playing {len(messages)} messages on {topics} from {path} at rate {opts.rate}")
 
+    def get_logger(self) -> RcutilsLogger:
+        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
+        cover inherited methods called on a subclass)."""
+        return cast(RcutilsLogger, Node.get_logger(self))
+
     def _migrated(self, bag: Bag, topics: list[str], messages: list[BagMessage]) -> list[BagMessage]:
         """Messages of topics recorded with an older definition of their type (another type hash than
         the installed one), re-encoded field by field into the installed type: an old bag keeps
@@ -131,7 +136,7 @@ class PlayerNode(Node):
                 return
             if self.playback.finished and not self._episode:
                 self.get_logger().info(f"end of bag: {self.playback.published} messages published")
-                rclpy.try_shutdown()
+                try_shutdown()
                 return
             self._wake.wait(max(0.0, min(wake - time.monotonic(), 0.5)))
             self._wake.clear()
@@ -157,9 +162,9 @@ class PlayerNode(Node):
         self._aff_pub.publish(report)
         return res
 
-    def _execute(self, goal: ServerGoalHandle) -> Any:
+    def _execute(self, goal: ServerGoalHandle) -> ExecuteSkill.Result:
         assert self.skills is not None
-        req: Any = goal.request
+        req: ExecuteSkill.Goal = goal.request
         result = ExecuteSkill.Result()
         outcome = self.skills.begin(str(req.skill), list(req.args))
         call = outcome.call
@@ -190,7 +195,7 @@ class PlayerNode(Node):
     def destroy_node(self) -> None:
         self._stop.set()
         self._wake.set()
-        super().destroy_node()
+        super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
 
 
 def player_qos(recorded: QosSpec) -> QosSpec:

@@ -14,13 +14,16 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.subscription import Subscription
+from rclpy.utilities import ok
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 
@@ -43,13 +46,18 @@ class RecorderNode(Node):
         self._writer = BagWriter(Path(os.path.expanduser(s.output)), MessageDefinitions(share_dir),
                                  logging.getLogger("recorder.bag"), compress=s.compress, custom_data=custom)
         self._writer.open()
-        self._subs: dict[str, Any] = {}
+        self._subs: dict[str, Subscription] = {}
         self._failed: set[str] = set()
         self._last_rx = time.monotonic()
         self._group = MutuallyExclusiveCallbackGroup()  # one writer thread at a time, in order
         self._timer = self.create_timer(s.discovery_period, self._discover)
         self.get_logger().info(f"recording {self._selection.patterns} into {self._writer.path}")
         self._discover()
+
+    def get_logger(self) -> RcutilsLogger:
+        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
+        cover inherited methods called on a subclass)."""
+        return cast(RcutilsLogger, Node.get_logger(self))
 
     def _discover(self) -> None:
         types = dict(self.get_topic_names_and_types())
@@ -100,7 +108,7 @@ class RecorderNode(Node):
         try:
             self._writer.close()
         finally:
-            super().destroy_node()
+            super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
 
 
 def main(args: list[str] | None = None) -> None:
@@ -124,5 +132,5 @@ def main(args: list[str] | None = None) -> None:
         executor.shutdown(timeout_sec=2.0)
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
+        if ok():
             rclpy.shutdown()

@@ -3,32 +3,18 @@ the launchers), and every problem is reported at once."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from monologue_bag.core.settings import player_settings_from_parameters, recorder_settings_from_parameters
+from monologue_domain.robots import node_parameters
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
 def params(node: str, *files: str) -> dict[str, object]:
     """{dotted name: value} the node gets from these config files (in override order), `/**` included."""
-    out: dict[str, object] = {}
-
-    def flat(d: dict[str, Any], prefix: str = "") -> None:
-        for k, v in d.items():
-            if isinstance(v, dict):
-                flat(v, f"{prefix}{k}.")
-            else:
-                out[prefix + k] = v
-
-    for f in files:
-        doc = yaml.safe_load((CONFIG / f).read_text()) or {}
-        for section in ("/**", node):
-            flat((doc.get(section) or {}).get("ros__parameters", {}))
-    return out
+    return node_parameters(CONFIG, node, files)
 
 FILES = ("monologue.yaml", "robots/sim.yaml", "llm/embedded.yaml")
 

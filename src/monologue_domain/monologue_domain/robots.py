@@ -9,11 +9,13 @@ See docs/adding_a_robot.md.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from monologue_common.core.settings import parameters_from_files
 
 TABLE_FILE = "robots.yaml"
 PERCEPTION_SOURCES = ("oracle", "camera")  # perception_node `source`
@@ -129,3 +131,16 @@ def load_robots(config_dir: Path) -> dict[str, Robot]:
     if not path.is_file():
         raise ValueError(f"no robot table at {path}")
     return parse_robots(yaml.safe_load(path.read_text()), str(path))
+
+
+def node_parameters(config_dir: Path, node: str, files: Sequence[str]) -> dict[str, object]:
+    """The parameters `node` gets from `files` (paths relative to config_dir, in override order, e.g.
+    monologue.yaml, robots/<robot>.yaml, llm/<llm>.yaml) with what the robot table decides for
+    robots/<robot>.yaml applied after it, as the graph starts it: {dotted name: value}. For tests and
+    tools that check or use the configuration without starting a node."""
+    out: dict[str, object] = {}
+    for f in files:
+        out.update(parameters_from_files([config_dir / f], node))
+        if Path(f).parent.name == "robots":
+            out.update(load_robots(config_dir)[Path(f).stem].node_params().get(node, {}))
+    return out

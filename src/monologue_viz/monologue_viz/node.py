@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
@@ -55,7 +54,7 @@ class VizNode(Node):
                            data if isinstance(data, dict) else {})
         self._pub.publish(self._array(self.view.markers()))
 
-    def _on_feedback(self, msg: Any) -> None:
+    def _on_feedback(self, msg: ExecuteSkill.Impl.FeedbackMessage) -> None:
         self.view.on_skill_state(str(msg.feedback.state_text))
         self._pub.publish(self._array(self.view.markers()))
 
@@ -69,7 +68,7 @@ class VizNode(Node):
         return MarkerArray(markers=[to_marker(s, stamp) for s in specs])
 
 
-def to_marker(s: MarkerSpec, stamp: Any) -> Marker:
+def to_marker(s: MarkerSpec, stamp: Time) -> Marker:
     m = Marker()
     m.header.frame_id = s.frame_id
     m.header.stamp = stamp

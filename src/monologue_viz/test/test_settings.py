@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
+from monologue_domain.robots import node_parameters
 from monologue_viz.core.settings import settings_from_parameters
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
@@ -14,20 +13,7 @@ CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 def params(node: str, *files: str) -> dict[str, object]:
     """{dotted name: value} the node gets from these config files (in override order), `/**` included."""
-    out: dict[str, object] = {}
-
-    def flat(d: dict[str, Any], prefix: str = "") -> None:
-        for k, v in d.items():
-            if isinstance(v, dict):
-                flat(v, f"{prefix}{k}.")
-            else:
-                out[prefix + k] = v
-
-    for f in files:
-        doc = yaml.safe_load((CONFIG / f).read_text()) or {}
-        for section in ("/**", node):
-            flat((doc.get(section) or {}).get("ros__parameters", {}))
-    return out
+    return node_parameters(CONFIG, node, files)
 
 
 def test_the_yaml_sets_every_parameter() -> None:

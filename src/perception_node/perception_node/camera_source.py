@@ -14,11 +14,15 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from builtin_interfaces.msg import Duration
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import (  # type: ignore[import-untyped]  # rosidl ships no type information
+    DiagnosticArray,
+    DiagnosticStatus,
+    KeyValue,
+)
 from geometry_msgs.msg import Point, Vector3
 from rclpy.callback_groups import CallbackGroup, MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
@@ -45,9 +49,13 @@ try:  # tf2_msgs is not on PyPI; the simulator vendors it, a full ROS install ha
 except ImportError:  # pragma: no cover - depends on the installation
     TFMessage = None
 
+if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no type information)
+    from geometry_msgs.msg import TransformStamped
 
-def _stamp(msg: Any) -> float:
-    return float(msg.header.stamp.sec) + msg.header.stamp.nanosec * 1e-9
+
+def _stamp(msg: Image | TransformStamped) -> float:
+    """The header stamp of an image or a transform, in s."""
+    return float(msg.header.stamp.sec) + float(msg.header.stamp.nanosec) * 1e-9
 
 
 class CameraSource:
@@ -140,7 +148,7 @@ class CameraSource:
         self.node.get_logger().info(
             f"episode {msg.episode_id}: detecting {names if names else 'the configured candidates'}")
 
-    def _on_tf(self, msg: Any, static: bool) -> None:
+    def _on_tf(self, msg: TFMessage, static: bool) -> None:
         with self._lock:
             for t in msg.transforms:
                 tr, q = t.transform.translation, t.transform.rotation

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -23,6 +23,9 @@ from monologue_interfaces.srv import DescribeScene
 
 from .core.scene import OracleSceneSource, Scene
 from .core.settings import PerceptionSettings, settings_from_parameters
+
+if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no type information)
+    from monologue_interfaces.msg import SceneObject
 
 
 class PerceptionNode(Node):
@@ -101,7 +104,7 @@ def scene_to_msg(scene: Scene, template: SceneDescription) -> SceneDescription:
     out = SceneDescription()
     out.header = template.header
     out.source = scene.source
-    by_name: dict[str, Any] = {o.name: o for o in template.objects}
+    by_name: dict[str, SceneObject] = {o.name: o for o in template.objects}
     for o in scene.objects:
         m = by_name[o.name]
         m.visible, m.confidence = o.visible, float(o.confidence)

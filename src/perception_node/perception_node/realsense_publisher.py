@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -73,6 +74,11 @@ class RealsensePublisher(Node):
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
         self.get_logger().info(f"publishing {'bag ' + bag if bag else 'device'} on {prefix}/...")
+
+    def get_logger(self) -> RcutilsLogger:
+        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
+        cover inherited methods called on a subclass)."""
+        return cast(RcutilsLogger, Node.get_logger(self))
 
     def _require_device(self) -> str:
         """The connected device's serial (the one `serial` names, in the device's spelling); RuntimeError if
@@ -175,7 +181,7 @@ class RealsensePublisher(Node):
             self._pipeline.stop()
         except RuntimeError:
             pass
-        super().destroy_node()
+        super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
 
 
 def main(args: list[str] | None = None) -> None:

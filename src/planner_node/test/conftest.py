@@ -4,13 +4,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from monologue_common.core.settings import parameters_from_files
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.skills import SkillError, SkillRejected
 from monologue_llm.base import CandidateScore, Generation, ScoreResult
@@ -86,24 +86,11 @@ class WorldPorts:
         return SuccessReport(ok, 1.0, f"the {args[0]} is {'' if ok else 'not '}on the {args[1]}")
 
 
-def _flatten(d: Mapping[str, object], prefix: str = "") -> dict[str, object]:
-    out: dict[str, object] = {}
-    for k, v in d.items():
-        if isinstance(v, Mapping):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def yaml_parameters(llm: str = "embedded") -> dict[str, object]:
     """The planner's parameters as the graph gives them: config/monologue.yaml, config/llm/<llm>.yaml
     (`/**` and `planner` sections) and the bring-up's prompt_dir."""
-    params: dict[str, object] = {}
-    for f in (REPO / "config" / "monologue.yaml", REPO / "config" / "llm" / f"{llm}.yaml"):
-        doc = yaml.safe_load(f.read_text(encoding="utf-8"))
-        for node in ("/**", "planner"):
-            params.update(_flatten(doc.get(node, {}).get("ros__parameters", {})))
+    params = parameters_from_files([REPO / "config" / "monologue.yaml", REPO / "config" / "llm" / f"{llm}.yaml"],
+                                   "planner")
     params["prompt_dir"] = str(PROMPT_DIR)
     return params
 

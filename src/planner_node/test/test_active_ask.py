@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from monologue_domain.transcript import EventKind, Transcript
-from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
+from planner_node.core.monologue import EpisodeError, InnerMonologue
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
+from planner_node.core.settings import episode_defaults
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"  # the YAML holds the episode defaults
 
 PROMPTS = Path(__file__).resolve().parents[3] / "config" / "prompts"
 
@@ -111,7 +114,7 @@ def test_score_mode_asks_and_appends_the_answer(scripted) -> None:  # type: igno
 
     im, llm = make(scripted, ports, prof, pick, lines=[" What is on the counter?"])
     t = Transcript("e")
-    res = im.run("bring me a coke", EpisodeOptions(success_feedback=False, object_feedback=False,
+    res = im.run("bring me a coke", episode_defaults(CONFIG, success_feedback=False, object_feedback=False,
                                                    answer_timeout_s=5.0), t)
     assert res.error == EpisodeError.NONE and ports.executed == [("go_to", ("counter",))]
     assert ports.questions == [("What is on the counter?", 5.0)]
@@ -138,7 +141,7 @@ def test_unanswered_question_is_logged_not_prompted(scripted) -> None:  # type: 
 
     im, _ = make(scripted, ports, prof, pick, lines=[" Is it open?"])
     t = Transcript("e")
-    im.run("open it", EpisodeOptions(success_feedback=False, object_feedback=False, answer_timeout_s=0.5), t)
+    im.run("open it", episode_defaults(CONFIG, success_feedback=False, object_feedback=False, answer_timeout_s=0.5), t)
     errors = [e.text for e in t.events if e.kind == EventKind.ERROR]
     assert any("No answer to 'Is it open?' within" in x for x in errors)
     assert EventKind.HUMAN_ANSWER not in [e.kind for e in t.events]
@@ -151,7 +154,7 @@ def test_generated_suffix_is_parsed_and_continue_rendered(scripted) -> None:  # 
                    lines=[" go to the counter and continue", " pick up the coke and ask: Is this the one?",
                           " done."])
     t = Transcript("e")
-    res = im.run("bring me a coke", EpisodeOptions(decoding="generate", success_feedback=False,
+    res = im.run("bring me a coke", episode_defaults(CONFIG, decoding="generate", success_feedback=False,
                                                    object_feedback=False), t)
     assert res.error == EpisodeError.NONE
     assert ports.executed == [("go_to", ("counter",)), ("pick_up", ("coke",))]
@@ -189,7 +192,7 @@ def test_stop_request_ends_with_stopped_by_human(scripted, world_ports, said: st
     im = InnerMonologue(llm, ports, ports, ports, profile("im_sim_object_success"), logging.getLogger("t"),
                         human=Human())
     t = Transcript("e")
-    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(), t)
+    res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG), t)
     assert res.error == EpisodeError.STOPPED_BY_HUMAN and not res.success
     assert res.steps_taken == 1 and len(ports.executed) == 1
     assert said in res.reason
@@ -207,7 +210,7 @@ def test_real_tabletop_lists_visible_and_occluded_objects_every_step(scripted) -
     prof = profile("im_real_tabletop")
     im, llm = make(scripted, ports, prof, lambda c, p: 0 if "Successful action" not in p[-300:] else len(c) - 1)
     t = Transcript("e")
-    res = im.run("Stack the cyan block on the yellow block", EpisodeOptions(), t)
+    res = im.run("Stack the cyan block on the yellow block", episode_defaults(CONFIG), t)
     assert res.error == EpisodeError.NONE
     lines = t.prompt_lines()
     assert lines[:4] == [
@@ -259,7 +262,7 @@ def test_resume_an_interrupted_episode(tmp_path: Path, scripted, world_ports) ->
 
     im = InnerMonologue(scripted(pick), ports, ports, ports, prof, logging.getLogger("t"))
     resumed = Transcript.reopen(stored)
-    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(max_steps=5), resumed, resume=True)
+    res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, max_steps=5), resumed, resume=True)
     assert res.error == EpisodeError.NONE and res.steps_taken == 1  # one more skill in this run
     texts = [e.text for e in load_episode(tmp_path / "crashed.jsonl").events]
     assert texts[3].startswith("Resumed after an interruption, 1 steps in") and texts[4] == "Success: True"
@@ -308,7 +311,7 @@ def test_planner_pauses_while_the_robot_is_faulted(scripted, world_ports, clears
     im = InnerMonologue(scripted(lambda c, p: 0 if "Success: True" not in p[-40:] else len(c) - 1), ports, ports,
                         ports, profile("im_sim_object_success"), logging.getLogger("t"), robot=status)
     t = Transcript("e")
-    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(fault_pause_s=1.0), t)
+    res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, fault_pause_s=1.0), t)
     errors = [e.text for e in t.events if e.kind == EventKind.ERROR]
     assert errors[0] == "Paused: protective stop" and status.waits == 1
     if clears:

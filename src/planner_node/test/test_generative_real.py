@@ -9,8 +9,11 @@ import pytest
 
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.transcript import EventKind, Transcript
-from planner_node.core.monologue import EpisodeError, EpisodeOptions, InnerMonologue
+from planner_node.core.monologue import EpisodeError, InnerMonologue
 from planner_node.core.prompts import load_profile
+from planner_node.core.settings import episode_defaults
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"  # the YAML holds the episode defaults
 
 pytestmark = pytest.mark.llm
 PROMPTS = Path(__file__).resolve().parents[3] / "config" / "prompts"
@@ -25,7 +28,7 @@ def test_generative_episode_only_executes_admissible_skills(llama_backend, world
                         logging.getLogger("gen"))
     t = Transcript(f"gen{seed}")
     res = im.run("Put the blocks in their matching bowls.",
-                 EpisodeOptions(decoding="generate", generation_fallback="fail", max_steps=5), t)
+                 episode_defaults(CONFIG, decoding="generate", generation_fallback="fail", max_steps=5), t)
     assert res.error in (EpisodeError.NONE, EpisodeError.MAX_STEPS_REACHED, EpisodeError.PLANNING_FAILED)
     actions = [e for e in t.events if e.kind == EventKind.ROBOT_ACTION]
     assert len(actions) == len(ports.executed) == res.steps_taken
@@ -52,7 +55,7 @@ def test_scene_feedback_episode_mechanics(llama_backend, world_ports) -> None:  
                         logging.getLogger("scene"))
     t = Transcript("scene")
     res = im.run("Move all the blocks to the top right corner.",
-                 EpisodeOptions(scene_feedback=True, success_feedback=False, max_steps=4), t)
+                 episode_defaults(CONFIG, scene_feedback=True, success_feedback=False, max_steps=4), t)
     assert res.error in (EpisodeError.NONE, EpisodeError.MAX_STEPS_REACHED)
     kinds = [e.kind for e in t.events]
     assert kinds[:3] == [EventKind.SCENE_OBJECTS, EventKind.HUMAN_INSTRUCTION, EventKind.ROBOT_THOUGHT]

@@ -13,8 +13,11 @@ from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.tasks import matching_bowls_done
 from monologue_domain.transcript import EventKind, Transcript, load_episode
 from monologue_llm.base import LLMUnavailableError
-from planner_node.core.monologue import DONE_AFFORDANCE, EpisodeError, EpisodeOptions, InnerMonologue
+from planner_node.core.monologue import DONE_AFFORDANCE, EpisodeError, InnerMonologue
 from planner_node.core.prompts import load_profile
+from planner_node.core.settings import episode_defaults
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"  # the YAML holds the episode defaults
 
 PROFILE = load_profile(Path(__file__).resolve().parents[3] / "config" / "prompts", "im_sim_object_success")
 
@@ -48,7 +51,7 @@ def test_matching_bowls_episode(tmp_path: Path, make) -> None:
     world = TabletopWorld.random(4, num_blocks=3, num_bowls=3, matching_bowls=True)
     im, ports, llm, steps = make(world)
     t = Transcript("e", tmp_path / "e.jsonl")
-    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(), t)
+    res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG), t)
     assert res.error == EpisodeError.NONE and res.success and res.steps_taken == 3
     assert matching_bowls_done(world.snapshot())
     kinds = [e.kind for e in t.events]
@@ -69,7 +72,7 @@ def test_failed_pick_is_reported_and_retried(make) -> None:
     world = TabletopWorld.from_spec(SceneSpec(("purple",), ("purple",), heavy_blocks=("purple",)), seed=2)
     im, ports, _, _ = make(world)
     t = Transcript("e")
-    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(max_steps=3), t)
+    res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, max_steps=3), t)
     assert res.error == EpisodeError.MAX_STEPS_REACHED and res.steps_taken == 3
     assert t.texts(EventKind.SUCCESS) == ["Success: False"] * 3
     assert any("EXECUTION_FAILED" in e.text for e in t.events if e.kind == EventKind.ERROR)
@@ -81,16 +84,16 @@ def test_open_loop_variant_has_no_success_lines(make) -> None:
     world = TabletopWorld.random(1, num_blocks=2, num_bowls=2, matching_bowls=True)
     im, _, _, _ = make(world, pick=lambda c, p: 0 if "Robot action" in c[0] and "Success" not in p[-200:] else len(c) - 1)
     t = Transcript("e")
-    im.run("Put the blocks in their matching bowls.", EpisodeOptions(success_feedback=False, max_steps=2), t)
+    im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, success_feedback=False, max_steps=2), t)
     assert t.texts(EventKind.SUCCESS) == []
 
 
 def test_no_value_function_offers_unaffordable_skills(make) -> None:
     world = TabletopWorld.random(1, num_blocks=2, num_bowls=2, matching_bowls=True)
     _, _, _, steps_vf = (x := make(world))
-    x[0].run("Stack the blocks.", EpisodeOptions(max_steps=1), Transcript("a"))
+    x[0].run("Stack the blocks.", episode_defaults(CONFIG, max_steps=1), Transcript("a"))
     im2, _, _, steps_novf = make(TabletopWorld.random(1, num_blocks=2, num_bowls=2, matching_bowls=True))
-    im2.run("Stack the blocks.", EpisodeOptions(max_steps=1, use_affordances=False), Transcript("b"))
+    im2.run("Stack the blocks.", episode_defaults(CONFIG, max_steps=1, use_affordances=False), Transcript("b"))
     assert all(c.affordance == 1.0 for c in steps_novf[0].candidates)
 
 
@@ -102,7 +105,7 @@ def test_llm_failure_ends_episode_cleanly(make) -> None:
 
     im, ports, _, _ = make(world, pick=boom)
     t = Transcript("e")
-    res = im.run("Stack the blocks.", EpisodeOptions(), t)
+    res = im.run("Stack the blocks.", episode_defaults(CONFIG), t)
     assert res.error == EpisodeError.LLM_FAILED and "server down" in res.reason
     assert ports.executed == []
     assert t.events[-1].kind == EventKind.EPISODE_END
@@ -112,13 +115,13 @@ def test_cancel_before_first_step(make) -> None:
     im, ports, _, _ = make(TabletopWorld.random(1))
     cancel = threading.Event()
     cancel.set()
-    res = im.run("Stack the blocks.", EpisodeOptions(), Transcript("e"), cancel)
+    res = im.run("Stack the blocks.", episode_defaults(CONFIG), Transcript("e"), cancel)
     assert res.error == EpisodeError.CANCELED and ports.executed == []
 
 
 def test_empty_instruction_is_invalid(make) -> None:
     im, _, _, _ = make(TabletopWorld.random(1))
-    res = im.run("   ", EpisodeOptions(), Transcript("e"))
+    res = im.run("   ", episode_defaults(CONFIG), Transcript("e"))
     assert res.error == EpisodeError.INVALID_GOAL and res.reason == "the instruction is empty"
 
 
@@ -138,7 +141,7 @@ def test_interjection_enters_transcript_and_prompt_at_a_step_boundary(make) -> N
     im, _, llm, _ = make(world)
     im.human = Say("把蓝色的积木放进碗里", at_step=2)
     t = Transcript("e")
-    im.run("Put the blocks in their matching bowls.", EpisodeOptions(), t)
+    im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG), t)
     kinds = [e.kind for e in t.events]
     i = kinds.index(EventKind.HUMAN_INTERJECTION)
     assert t.events[i].text == "Human: 把蓝色的积木放进碗里"
@@ -152,7 +155,7 @@ def test_interjection_ignored_when_human_feedback_is_off(make) -> None:
     im, _, llm, _ = make(TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True))
     im.human = Say("please stop", at_step=1)
     t = Transcript("e")
-    im.run("Put the blocks in their matching bowls.", EpisodeOptions(human_feedback=False), t)
+    im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, human_feedback=False), t)
     assert t.texts(EventKind.HUMAN_INTERJECTION) == []
     assert all("please stop" not in p for p in llm.prompts)
 
@@ -168,7 +171,7 @@ def test_generative_rejects_bad_lines_then_executes_admissible_one(make) -> None
         "Robot thought: None.",
     ]
     t = Transcript("e")
-    opts = EpisodeOptions(decoding="generate", max_reprompts=2, generation_fallback="fail")
+    opts = episode_defaults(CONFIG, decoding="generate", max_reprompts=2, generation_fallback="fail")
     res = im.run("Put the blocks in their matching bowls.", opts, t)
     assert res.success and ports.executed == [("pick_place", ("red block", "red bowl")),
                                               ("pick_place", ("blue block", "blue bowl"))]
@@ -185,7 +188,7 @@ def test_generative_gives_up_after_bounded_reprompts(make) -> None:
     im, ports, llm, _ = make(TabletopWorld.random(2, num_blocks=2, num_bowls=2, matching_bowls=True))
     llm.lines = ["robot.fly()", "\x00\x01binary", "x" * 900, "never asked"]
     t = Transcript("e")
-    res = im.run("Stack the blocks.", EpisodeOptions(decoding="generate", max_reprompts=2,
+    res = im.run("Stack the blocks.", episode_defaults(CONFIG, decoding="generate", max_reprompts=2,
                                                      generation_fallback="fail"), t)
     assert res.error == EpisodeError.PLANNING_FAILED and ports.executed == []
     assert len([e for e in t.events if e.kind == EventKind.ERROR and "Rejected" in e.text]) == 3
@@ -196,7 +199,7 @@ def test_generative_falls_back_to_scoring(make) -> None:
     im, ports, llm, _ = make(TabletopWorld.random(2, num_blocks=2, num_bowls=2, matching_bowls=True))
     llm.lines = ["gibberish", "more gibberish"]
     t = Transcript("e")
-    im.run("Put the blocks in their matching bowls.", EpisodeOptions(decoding="generate", max_reprompts=1,
+    im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, decoding="generate", max_reprompts=1,
                                                                      max_steps=1), t)
     assert len(ports.executed) == 1 and llm.prompts  # the scorer chose the step
 
@@ -241,7 +244,7 @@ def test_scene_feedback_recomputes_progress_and_stops_on_none_thought(make) -> N
 
     ports.execute = execute_then_disturb
     t = Transcript("e")
-    res = im.run("Put the blocks in their matching bowls.", EpisodeOptions(scene_feedback=True, success_feedback=False),
+    res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, scene_feedback=True, success_feedback=False),
                  t)
     assert res.success and res.reason == "the planner thought it was done"
     lines = [e.text for e in t.events]
@@ -259,7 +262,7 @@ def test_scene_feedback_recomputes_progress_and_stops_on_none_thought(make) -> N
 
 def test_scene_feedback_needs_a_scene_profile(make) -> None:
     im, _, _, _ = make(TabletopWorld.random(1))
-    res = im.run("Stack the blocks.", EpisodeOptions(scene_feedback=True), Transcript("e"))
+    res = im.run("Stack the blocks.", episode_defaults(CONFIG, scene_feedback=True), Transcript("e"))
     assert res.error == EpisodeError.INVALID_GOAL and "im_sim_object_scene" in res.reason
 
 
@@ -267,7 +270,7 @@ def test_post_task_question_is_answered_in_text_only(make, tmp_path: Path) -> No
     world = TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True)
     im, ports, llm, _ = make(world)
     t = Transcript("e", tmp_path / "e.jsonl")
-    im.run("Put the blocks in their matching bowls.", EpisodeOptions(), t)
+    im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG), t)
     moved = list(ports.executed)
     llm.lines = ["The red bowl contains the red block."]
     answer = im.answer("What objects are in the red bowl?", t)
@@ -286,7 +289,7 @@ def test_post_task_question_is_answered_in_text_only(make, tmp_path: Path) -> No
 def test_profile_without_success_lines_is_refused_when_success_is_on(make) -> None:
     im, ports, _, _ = make(TabletopWorld.random(1))
     im.profile = SCENE_PROFILE
-    res = im.run("Stack the blocks.", EpisodeOptions(scene_feedback=True, success_feedback=True), Transcript("e"))
+    res = im.run("Stack the blocks.", episode_defaults(CONFIG, scene_feedback=True, success_feedback=True), Transcript("e"))
     assert res.error == EpisodeError.INVALID_GOAL and "no Success lines" in res.reason and ports.executed == []
 
 
@@ -298,6 +301,6 @@ def test_unexpected_error_ends_episode_with_transcript(make, tmp_path: Path) -> 
 
     ports.affordances = broken
     t = Transcript("e", tmp_path / "e.jsonl")
-    res = im.run("Stack the blocks.", EpisodeOptions(), t)
+    res = im.run("Stack the blocks.", episode_defaults(CONFIG), t)
     assert res.error == EpisodeError.INTERNAL_ERROR and "bug" in res.reason
     assert not load_episode(tmp_path / "e.jsonl").interrupted

@@ -10,8 +10,11 @@ from pathlib import Path
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.transcript import Event, EventKind, Transcript, load_episode
 from planner_node.core import strategies
-from planner_node.core.episode import EpisodeError, EpisodeOptions, StepRecord
+from planner_node.core.episode import EpisodeError, StepRecord
 from planner_node.core.runner import GoalRequest, PreparedEpisode, episode_options
+from planner_node.core.settings import episode_defaults
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"  # the YAML holds the episode defaults
 
 TASK = "Put the blocks in their matching bowls."
 
@@ -54,12 +57,13 @@ def test_goal_runs_the_default_strategy_and_reports_everything(make_runner, scri
     h = header(out.path)
     assert h["strategy"] == "inner_monologue" and h["prompt_profile"] == "im_sim_object_success"
     assert h["objects"] == ["red block"] and h["llm"] == "scripted"
-    assert h["options"] == {**EpisodeOptions().__dict__, "stop_phrases": list(EpisodeOptions().stop_phrases)}
+    yaml_options = episode_defaults(CONFIG)
+    assert h["options"] == {**yaml_options.__dict__, "stop_phrases": list(yaml_options.stop_phrases)}
     assert out.path is not None and not load_episode(out.path).interrupted
 
 
 def test_goal_switches_override_the_parameters() -> None:
-    defaults = EpisodeOptions(max_steps=15)
+    defaults = episode_defaults(CONFIG, max_steps=15)
     gen = strategies.get("inner_monologue_generative")
     opts = episode_options(defaults, GoalRequest(TASK, success_feedback=False, scene_feedback=True, max_steps=3), gen)
     assert (opts.success_feedback, opts.scene_feedback, opts.object_feedback) == (False, True, True)

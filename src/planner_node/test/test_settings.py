@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from planner_node.core import strategies
-from planner_node.core.episode import EpisodeOptions
-from planner_node.core.settings import settings_from_parameters
+from planner_node.core.settings import episode_defaults, settings_from_parameters
 
 REPO = Path(__file__).resolve().parents[3]
 Params = Callable[..., dict[str, object]]
@@ -27,8 +26,9 @@ def test_the_yaml_files_hold_every_parameter(llm: str, planner_parameters: Param
 
 
 def test_episode_defaults_match_the_yaml(planner_parameters: Params) -> None:
-    """EpisodeOptions() (used by core callers without parameters) agrees with the YAML defaults."""
-    assert settings_from_parameters(planner_parameters()).episode == EpisodeOptions()
+    """episode_defaults (core callers without a node: tests, benchmarks) reads the same YAML the node does."""
+    assert settings_from_parameters(planner_parameters()).episode == episode_defaults(REPO / "config")
+    assert episode_defaults(REPO / "config", max_steps=3).max_steps == 3
 
 
 def test_every_problem_is_reported_at_once(planner_parameters: Params) -> None:

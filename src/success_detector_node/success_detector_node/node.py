@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
@@ -68,6 +70,11 @@ class SuccessDetectorNode(Node):
                                                        QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE),
                                                        callback_group=group)
         self.get_logger().info(f"success detector: {self._detector.name}")
+
+    def get_logger(self) -> RcutilsLogger:
+        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
+        cover inherited methods called on a subclass)."""
+        return cast(RcutilsLogger, Node.get_logger(self))
 
     def _make_scorer(self) -> ImageTextScorer:
         from monologue_vision.clip import ClipScorer
@@ -156,7 +163,7 @@ class SuccessDetectorNode(Node):
             if self._llm is not None:
                 self._llm.close()
         finally:
-            super().destroy_node()
+            super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
 
 
 def main(args: list[str] | None = None) -> None:

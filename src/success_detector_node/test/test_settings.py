@@ -3,12 +3,10 @@ config/llm/*.yaml), and every problem is reported at once."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-from monologue_domain.robots import load_robots
+from monologue_domain.robots import node_parameters
 from monologue_llm.factory import ALL_KEYS
 from success_detector_node.core.settings import settings_from_parameters
 
@@ -17,22 +15,7 @@ CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 def params(node: str, *files: str) -> dict[str, object]:
     """{dotted name: value} the node gets from these config files (in override order), `/**` included."""
-    out: dict[str, object] = {}
-
-    def flat(d: dict[str, Any], prefix: str = "") -> None:
-        for k, v in d.items():
-            if isinstance(v, dict):
-                flat(v, f"{prefix}{k}.")
-            else:
-                out[prefix + k] = v
-
-    for f in files:
-        doc = yaml.safe_load((CONFIG / f).read_text()) or {}
-        for section in ("/**", node):
-            flat((doc.get(section) or {}).get("ros__parameters", {}))
-        if f.startswith("robots/"):  # the robot table decides a few parameters (source, strategy, ...)
-            out.update(load_robots(CONFIG)[Path(f).stem].node_params().get(node, {}))
-    return out
+    return node_parameters(CONFIG, node, files)
 
 FILES = ("monologue.yaml", "robots/sim_kinematic.yaml", "llm/embedded.yaml")
 

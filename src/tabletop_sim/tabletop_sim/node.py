@@ -15,14 +15,15 @@ import logging  # noqa: E402
 import random  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-from typing import Any, cast  # noqa: E402
+from typing import cast  # noqa: E402
 
 import numpy as np  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
 from geometry_msgs.msg import Pose as PoseMsg  # noqa: E402
 from geometry_msgs.msg import PoseStamped, TransformStamped  # noqa: E402
-from rclpy.action import ActionServer, CancelResponse, GoalResponse  # noqa: E402
-from rclpy.action.server import ServerGoalHandle  # noqa: E402
+from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup  # noqa: E402
+from rclpy.impl.rcutils_logger import RcutilsLogger  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
@@ -38,7 +39,7 @@ from monologue_interfaces.action import ArmCommand  # noqa: E402
 from monologue_interfaces.msg import SceneDescription  # noqa: E402
 from monologue_interfaces.srv import DisturbSim, ResetSim  # noqa: E402
 
-from .core.arm import ArmController, ArmResult  # noqa: E402
+from .core.arm import ArmController, ArmResult, ProgressFn  # noqa: E402
 from .core.camera import CameraFrame, CameraRenderer  # noqa: E402
 from .core.config import SimSettings, settings_from_parameters  # noqa: E402
 from .core.geometry import Pose, compose, invert  # noqa: E402
@@ -143,6 +144,11 @@ class TabletopSimNode(Node):
         self._camera_thread = threading.Thread(target=self._camera_loop, name="sim-camera", daemon=True)
         self._camera_thread.start()
 
+    def get_logger(self) -> RcutilsLogger:
+        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
+        cover inherited methods called on a subclass)."""
+        return cast(RcutilsLogger, Node.get_logger(self))
+
     # ----- arm -----------------------------------------------------------------------------------
     def _cancel(self, goal: ServerGoalHandle) -> CancelResponse:
         if goal is self._active_goal:
@@ -150,7 +156,7 @@ class TabletopSimNode(Node):
         return CancelResponse.ACCEPT
 
     def _execute(self, goal: ServerGoalHandle) -> ArmCommand.Result:
-        req: Any = goal.request
+        req: ArmCommand.Goal = goal.request
         cmd = int(req.command)
 
         def progress(fraction: float, tcp: Pose) -> None:
@@ -181,7 +187,7 @@ class TabletopSimNode(Node):
             self.get_logger().warning(f"arm command {cmd} failed: {result.error.name}: {result.message}")
         return out
 
-    def _command(self, cmd: int, req: Any, progress: Any) -> ArmResult:
+    def _command(self, cmd: int, req: ArmCommand.Goal, progress: ProgressFn) -> ArmResult:
         g = ArmCommand.Goal
         if cmd == g.MOVE_LINEAR:
             p, o = req.pose.position, req.pose.orientation
@@ -315,7 +321,7 @@ class TabletopSimNode(Node):
         finally:
             renderer.close()
 
-    def _publish_frame(self, frame: CameraFrame, stamp: Any) -> None:
+    def _publish_frame(self, frame: CameraFrame, stamp: Time) -> None:
         header = Header(stamp=stamp, frame_id=OPTICAL_FRAME)
         if self._optical_from_tool0 is not None:
             # base_link <- tool0 exactly as rendered, at the image's stamp: a TF lookup at that stamp
@@ -343,7 +349,7 @@ class TabletopSimNode(Node):
         self._camera_thread.join(timeout=2.0)
         self.world.stop("the simulator is shutting down")
         self.runner.close()
-        super().destroy_node()
+        super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
 
 
 def _pose_msg(p: Pose) -> PoseMsg:
@@ -353,7 +359,7 @@ def _pose_msg(p: Pose) -> PoseMsg:
     return msg
 
 
-def _transform(stamp: Any, parent: str, child: str, p: Pose) -> TransformStamped:
+def _transform(stamp: Time, parent: str, child: str, p: Pose) -> TransformStamped:
     t = TransformStamped()
     t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, parent, child
     t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = p.position

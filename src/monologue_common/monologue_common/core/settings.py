@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 _MISSING = object()
 
@@ -142,3 +144,28 @@ class ParamReader:
         """Raise ValueError listing every problem found so far."""
         if self.errors:
             raise ValueError(f"invalid {self.node} parameters:\n  " + "\n  ".join(self.errors))
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, object]:
+    """A nested `ros__parameters` mapping as rclpy sees it: {dotted name: value}."""
+    out: dict[str, object] = {}
+    for k, v in tree.items():
+        if isinstance(v, Mapping):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def parameters_from_files(files: Iterable[Path], node: str) -> dict[str, object]:
+    """The parameters `node` gets from these ROS parameter files, in override order (each file's `/**`
+    section, then its `node` section), as {dotted name: value}. For callers without a node (tests,
+    benchmarks), so that they use the YAML's values rather than defaults of their own."""
+    import yaml
+
+    out: dict[str, object] = {}
+    for f in files:
+        doc = yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {}
+        for section in ("/**", node):
+            out.update(flatten((doc.get(section) or {}).get("ros__parameters") or {}))
+    return out

@@ -22,9 +22,10 @@ from monologue_domain.transcript import Transcript
 from monologue_llm.base import CandidateScore, Generation, ScoreResult
 from monologue_llm.llama_cpp_backend import LlamaCppBackend
 from monologue_llm.model_files import embedded_model_path
-from planner_node.core.monologue import EpisodeOptions, InnerMonologue
+from planner_node.core.monologue import InnerMonologue
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
+from planner_node.core.settings import episode_defaults
 from skills_node.core.backend import SimBackend
 
 LOG = logging.getLogger("bench")
@@ -71,7 +72,7 @@ def overhead(profile: PromptProfile, steps: int) -> None:
     records = []
     im = InnerMonologue(FreeScorer(), ports, ports, ports, profile, LOG, on_step=records.append)
     t0 = time.perf_counter()
-    res = im.run("Stack all the blocks.", EpisodeOptions(max_steps=steps), Transcript("bench"))
+    res = im.run("Stack all the blocks.", episode_defaults(default_config_dir(), max_steps=steps), Transcript("bench"))
     total = time.perf_counter() - t0
     per_step = [r.step_s - r.llm_s for r in records]
     print(f"[1] planner overhead per step (no LLM compute), {res.steps_taken} steps: "

@@ -9,10 +9,6 @@ from monologue_domain.transcript import EventKind, Transcript
 
 from .ports import SkillOption
 
-# Interjections that end the episode at the next step boundary without asking the LLM (compared after
-# lower-casing and dropping punctuation and courtesy words). Anything else goes to the LLM.
-STOP_PHRASES = ("stop", "stop it", "halt", "abort", "that's enough", "you can stop", "停", "停止", "停下",
-                "请停止", "请停下", "别动")
 NORMALIZATIONS = ("sum", "mean", "softmax")
 GENERATION_FALLBACKS = ("score", "fail")
 
@@ -36,24 +32,26 @@ class EpisodeError(IntEnum):
 class EpisodeOptions:
     """Switches of one episode (IM Tables 1-3 columns) and the step cap k.
 
-    The planner node builds these from its validated parameters (core.settings) and the goal; the
-    field names are recorded in the transcript header (`options`), which replay reads back.
+    The planner node builds these from its validated parameters (core.settings) and the goal; callers
+    without a node (tests, benchmarks) start from `core.settings.episode_defaults(config_dir)`. No field
+    has a default here: the defaults are config/monologue.yaml's. The field names are recorded in the
+    transcript header (`options`), which replay reads back.
     """
 
-    object_feedback: bool = True
-    success_feedback: bool = True
-    scene_feedback: bool = False  # IM Object + Scene: goal-state chain of thought and task progress
-    human_feedback: bool = True
-    use_affordances: bool = True
-    max_steps: int = 15
-    normalization: str = "sum"  # one of NORMALIZATIONS
-    decoding: str = "score"  # set from the strategy (Strategy.decoding); recorded in the header
-    max_reprompts: int = 2  # generate: re-prompts after output that does not parse or is not admissible
-    generation_fallback: str = "score"  # generate: after the re-prompts, "score" the admissible lines or "fail"
-    max_tokens: int = 48  # generate: tokens per line
-    answer_timeout_s: float = 60.0  # s a person has to answer the robot's question (` and ask:`)
-    stop_phrases: tuple[str, ...] = STOP_PHRASES  # interjections that end the episode (STOPPED_BY_HUMAN)
-    fault_pause_s: float = 300.0  # s to wait for a faulted robot (protective stop, e-stop) before giving up
+    object_feedback: bool
+    success_feedback: bool
+    scene_feedback: bool  # IM Object + Scene: goal-state chain of thought and task progress
+    human_feedback: bool
+    use_affordances: bool
+    max_steps: int
+    normalization: str  # one of NORMALIZATIONS
+    decoding: str  # set from the strategy (Strategy.decoding); recorded in the header
+    max_reprompts: int  # generate: re-prompts after output that does not parse or is not admissible
+    generation_fallback: str  # generate: after the re-prompts, "score" the admissible lines or "fail"
+    max_tokens: int  # generate: tokens per line
+    answer_timeout_s: float  # s a person has to answer the robot's question (` and ask:`)
+    stop_phrases: tuple[str, ...]  # interjections that end the episode (STOPPED_BY_HUMAN)
+    fault_pause_s: float  # s to wait for a faulted robot (protective stop, e-stop) before giving up
 
 
 @dataclass(frozen=True)

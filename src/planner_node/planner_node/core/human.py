@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from monologue_domain.transcript import EventKind, Transcript
 from monologue_llm.base import LLMBackend
 
-from .episode import STOP_PHRASES, ScoredCandidate, one_line
+from .episode import ScoredCandidate, one_line
 from .ports import HumanAsker
 from .prompts import PromptProfile
 from .strategy import EpisodeContext
@@ -54,7 +54,7 @@ class HumanInbox:
         return self._asker.ask(question, timeout_s, cancel, self._episode)
 
 
-def is_stop_request(text: str, phrases: Sequence[str] = STOP_PHRASES) -> bool:
+def is_stop_request(text: str, phrases: Sequence[str]) -> bool:
     """True if `text` is one of `phrases`, ignoring case, punctuation and courtesy words."""
     def norm(t: str) -> str:
         words = re.sub(r"[^\w\s']", " ", t.lower()).split()

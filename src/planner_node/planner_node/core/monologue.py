@@ -15,7 +15,6 @@ from monologue_llm.base import LLMBackend
 
 from . import strategies
 from .episode import (
-    STOP_PHRASES,
     EpisodeError,
     EpisodeOptions,
     EpisodeResult,
@@ -29,7 +28,7 @@ from .scene_feedback import SubGoal, parse_goal_state
 from .scoring import DONE_AFFORDANCE
 from .strategy import EpisodeContext, Ports
 
-__all__ = ["DONE_AFFORDANCE", "STOP_PHRASES", "EpisodeError", "EpisodeOptions", "EpisodeResult", "InnerMonologue",
+__all__ = ["DONE_AFFORDANCE", "EpisodeError", "EpisodeOptions", "EpisodeResult", "InnerMonologue",
            "ScoredCandidate", "StepRecord", "SubGoal", "is_stop_request", "parse_goal_state"]
 
 _BY_DECODING = {"score": "inner_monologue", "generate": "inner_monologue_generative"}

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 
-from monologue_common.core.settings import ParamReader
+from monologue_common.core.settings import ParamReader, parameters_from_files
 
 from . import strategies
 from .episode import GENERATION_FALLBACKS, NORMALIZATIONS, EpisodeOptions
@@ -55,6 +56,7 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         max_reprompts=r.integer("generation.max_reprompts", low=0),
         generation_fallback=r.string("generation.fallback", choices=GENERATION_FALLBACKS),
         max_tokens=r.integer("generation.max_tokens", low=1),
+        decoding=strategies.get(strategy).decoding if strategy in strategies.names() else "score",
         answer_timeout_s=r.number("timeouts.answer", low=0.0, low_open=True),
         stop_phrases=r.strings("human.stop_phrases"),
         fault_pause_s=r.number("timeouts.fault_pause", low=0.0, low_open=True),
@@ -73,3 +75,21 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         llm=MappingProxyType(dict(llm)),
         unused=tuple(r.unused()),
     )
+
+
+def settings_from_files(config_dir: Path, llm: str = "embedded") -> PlannerSettings:
+    """The settings the graph's parameter files give the planner (config/monologue.yaml, then
+    config/llm/<llm>.yaml; prompt_dir = config/prompts), for callers without a node."""
+    params = parameters_from_files([config_dir / "monologue.yaml", config_dir / "llm" / f"{llm}.yaml"], "planner")
+    params["prompt_dir"] = str(config_dir / "prompts")
+    return settings_from_parameters(params)
+
+
+@lru_cache(maxsize=4)
+def _yaml_episode(config_dir: Path) -> EpisodeOptions:
+    return settings_from_files(config_dir).episode
+
+
+def episode_defaults(config_dir: Path, **changes: object) -> EpisodeOptions:
+    """config/monologue.yaml's episode options with `changes` applied (tests, benchmarks)."""
+    return replace(_yaml_episode(Path(config_dir)), **changes)  # type: ignore[arg-type]
