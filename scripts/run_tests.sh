@@ -96,7 +96,16 @@ if [ "$LINT" = 1 ]; then
     src/monologue_eval/monologue_eval/bench.py
     src/monologue_eval/monologue_eval/client.py
     src/monologue_eval/monologue_eval/demo.py
-    src/monologue_eval/monologue_eval/replay.py}"
+    src/monologue_eval/monologue_eval/replay.py
+    src/perception_node/perception_node/node.py
+    src/perception_node/perception_node/camera_source.py
+    src/perception_node/perception_node/realsense_publisher.py
+    src/success_detector_node/success_detector_node/node.py
+    src/monologue_viz/monologue_viz/node.py
+    src/monologue_bag/monologue_bag/player.py
+    src/monologue_bag/monologue_bag/recorder.py
+    src/monologue_bag/monologue_bag/rostypes.py
+    src/tabletop_sim/tabletop_sim/node.py}"
   for f in ${MYPY_ADAPTERS}; do
     [ -f "$f" ] && core_dirs+=("$f")
   done

@@ -186,7 +186,9 @@ def test_pick_place_sends_the_primitive(ur5e_skills: tuple[Any, Path, list[str]]
     assert result.error_code == ExecuteSkill.Result.NONE, result.error_msg
     assert moves(log)[before:] == ["moveL", "zeroFtSensor", "moveL", "stopL", "setToolDigitalOut", "moveL",
                                    "moveL", "zeroFtSensor", "moveL", "stopL", "setToolDigitalOut", "moveL"]
-    assert states[-1] == ExecuteSkill.Feedback.STATE_DONE
+    # Feedback and result travel on different topics: the last feedback may arrive after the result.
+    probe.wait_for("the DONE feedback", lambda: bool(states) and states[-1] == ExecuteSkill.Feedback.STATE_DONE,
+                   timeout_s=5.0)
 
 
 def test_cancel_stops_the_arm(ur5e_skills: tuple[Any, Path, list[str]], probe: Probe) -> None:

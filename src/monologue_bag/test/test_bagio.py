@@ -45,7 +45,7 @@ def bag_dir(tmp_path: Path, definitions: MessageDefinitions, log: logging.Logger
     path = tmp_path / "run"
     path.mkdir()
     (path / "llm_cassette.jsonl").write_text("")  # sidecar written before the recorder starts
-    writer = BagWriter(path, definitions, log, custom_data={"monologue.robot": "sim"}).open()
+    writer = BagWriter(path, definitions, log, compress=True, custom_data={"monologue.robot": "sim"}).open()
     t0 = time.time_ns()
     for i, (topic, type_name, qos, msg) in enumerate(_messages()):
         writer.add_topic(topic, type_name, qos)
@@ -112,13 +112,13 @@ def test_an_existing_bag_is_never_overwritten(bag_dir: Path, definitions: Messag
                                               log: logging.Logger) -> None:
     before = (bag_dir / "run.mcap").read_bytes()
     with pytest.raises(BagError, match="already holds a bag"):
-        BagWriter(bag_dir, definitions, log).open()
+        BagWriter(bag_dir, definitions, log, compress=True).open()
     assert (bag_dir / "run.mcap").read_bytes() == before
 
 
 def test_writing_unknown_topics_or_after_close_fails(tmp_path: Path, definitions: MessageDefinitions,
                                                       log: logging.Logger) -> None:
-    w = BagWriter(tmp_path / "b", definitions, log).open()
+    w = BagWriter(tmp_path / "b", definitions, log, compress=True).open()
     with pytest.raises(BagError, match="not added"):
         w.write("/x", 1, b"")
     w.add_topic("/x", TRANSCRIPT, QosSpec())

@@ -54,7 +54,7 @@ def write_run(path: Path, definitions: MessageDefinitions, log: logging.Logger, 
 
     from monologue_interfaces.msg import AffordanceReport, SkillAffordance, TranscriptEvent
 
-    w = BagWriter(path, definitions, log).open()
+    w = BagWriter(path, definitions, log, compress=True).open()
     w.add_topic(TRANSCRIPT_TOPIC, "monologue_interfaces/msg/TranscriptEvent", QosSpec(True, True, 1000))
     w.add_topic(AFFORDANCES_TOPIC, "monologue_interfaces/msg/AffordanceReport", QosSpec(True, True, 100))
     w.add_topic(SKILL_STATUS_TOPIC, "action_msgs/msg/GoalStatusArray", QosSpec(True, True, 1))
@@ -204,3 +204,18 @@ def test_bag_info_shows_transcript_steps_successes_and_llm_use(run: Path, log: l
     assert "steps: 2; successes: 1/2; skill errors: 1; outcome: succeeded" in text
     assert "Human: what is red?" in text
     assert "LLM: 2 calls (1 score, 1 generate)" in text and "150 prompt" in text and "7 completion" in text
+
+
+def test_with_a_tolerance_numbers_printed_in_data_strings_may_differ_in_their_last_digit() -> None:
+    def ev(text: str) -> list[RecordedEvent]:
+        return [_ev(0, "SUCCESS", "Success: True", explanation=text, confidence=0.9589)]
+
+    rec = ev("the brown block is 0.8 cm (x-y) from the place point; sorting needs < 10 cm")
+    near = ev("the brown block is 0.9 cm (x-y) from the place point; sorting needs < 10 cm")
+    assert first_divergence(rec, near, rel_tol=0.01) is None  # one unit of the last printed digit
+    assert first_divergence(rec, near) is not None  # exact comparison without a tolerance
+    far = ev("the brown block is 1.1 cm (x-y) from the place point; sorting needs < 10 cm")
+    other = ev("the brown block is 0.8 cm (x-y) from the place point; stacking needs < 3 cm")
+    for got in (far, other):
+        d = first_divergence(rec, got, rel_tol=0.01)
+        assert d is not None and d.reason == "data ['explanation']"

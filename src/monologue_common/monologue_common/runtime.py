@@ -31,6 +31,12 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # Ctrl-C / SIGINT shuts the context down from rclpy's signal handler; an executor that is
+        # building its wait set at that moment raises RCLError ("context is not valid") instead of
+        # ExternalShutdownException. That is a clean stop too; anything else is a real error.
+        if ok():
+            raise
     finally:
         if node is not None:
             node.destroy_node()

@@ -38,7 +38,9 @@ def test_oracle_locates_the_visible_blocks_of_a_mujoco_frame(bench: ModuleType) 
     blocks = {o.name for o in f.truth if o.category == "block"}
     assert len(blocks) >= 2 and blocks <= f.visible  # the home view sees the whole workspace
 
-    rep = bench.measure(bench.PerceptionPipeline(bench.OracleDetector()), frames)  # the bench's own imports
+    camera = bench.camera_settings()  # the YAML's perception parameters, as the node reads them
+    rep = bench.measure(bench.PerceptionPipeline(bench.OracleDetector(), camera.pipeline_config()), frames,
+                        camera)  # the bench's own imports
 
     assert rep.fn == 0 and rep.fp == 0 and rep.tp == len(f.visible)
     block_errors = [e3 for key, errs in rep.errors_cm.items() if key.startswith("block") for _, e3 in errs]

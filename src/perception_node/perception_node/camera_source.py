@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from builtin_interfaces.msg import Duration
-from diagnostic_msgs.msg import (  # type: ignore[import-untyped]  # rosidl ships no type information
+from diagnostic_msgs.msg import (
     DiagnosticArray,
     DiagnosticStatus,
     KeyValue,

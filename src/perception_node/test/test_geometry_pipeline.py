@@ -3,15 +3,22 @@ and clustering, the IM-R place point, occluded-object memory, transforms."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from monologue_domain.robots import node_parameters
 from perception_node.core import geometry as g
 from perception_node.core import synthetic as s
 from perception_node.core.detectors import Detection, GroundTruthObject, OracleDetector
 from perception_node.core.memory import ObjectMemory
 from perception_node.core.pipeline import Frame, PerceptionPipeline
+from perception_node.core.settings import settings_from_parameters
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"
+# The camera pipeline's parameters in the shipped YAML (score threshold, open3d, cloud stride, memory).
+CAMERA = settings_from_parameters(node_parameters(CONFIG, "perception", ["monologue.yaml", "robots/sim.yaml"])).camera
 
 K = g.Intrinsics.from_fov(640, 480, math.radians(42))
 # A wrist camera 55 cm above the table, behind and looking down at the workspace (about 60 deg).
@@ -48,7 +55,7 @@ def tower_frames() -> tuple[s.SynthFrame, s.SynthFrame]:
 
 
 def test_oracle_boxes_localise_every_object_within_1cm(table_scene: s.SynthFrame) -> None:
-    pipe = PerceptionPipeline(OracleDetector())
+    pipe = PerceptionPipeline(OracleDetector(), CAMERA.pipeline_config())
     names = [o.name for o in table_scene.objects]
     res = pipe.process(frame_of(table_scene), names, ground_truth=gt(list(table_scene.objects)))
     assert sorted(o.name for o in res.objects) == sorted(names)
@@ -120,7 +127,7 @@ def test_pipeline_place_point_ignores_boxes_that_do_not_overlap_the_bowl() -> No
     places = {}
     for name, objs in (("beside", beside), ("inside", inside)):
         f = s.render(objs, K, TOP_DOWN)
-        res = PerceptionPipeline(OracleDetector()).process(frame_of(f), ["yellow bowl", "red block"], gt(objs))
+        res = PerceptionPipeline(OracleDetector(), CAMERA.pipeline_config()).process(frame_of(f), ["yellow bowl", "red block"], gt(objs))
         places[name] = {o.name: o.place_point for o in res.objects}["yellow bowl"]
     assert places["beside"] is not None and places["inside"] is not None
     assert math.hypot(places["beside"][0] - 0.5, places["beside"][1]) < 0.01
@@ -130,8 +137,8 @@ def test_pipeline_place_point_ignores_boxes_that_do_not_overlap_the_bowl() -> No
 def test_bottom_block_of_tower_becomes_occluded(tower_frames: tuple[s.SynthFrame, s.SynthFrame]) -> None:
     """IM Listing 2: after stacking, the covered block moves from Visible to Occluded."""
     before, after = tower_frames
-    pipe = PerceptionPipeline(OracleDetector())
-    memory = ObjectMemory()
+    pipe = PerceptionPipeline(OracleDetector(), CAMERA.pipeline_config())
+    memory = ObjectMemory(CAMERA.miss_updates_to_occlude)
     names = ["red block", "green block", "blue block"]
     r1 = pipe.process(frame_of(before), names, ground_truth=gt(list(before.objects)))
     memory.update(r1.objects, 1.0)
@@ -199,5 +206,5 @@ def test_transforms_and_hand_eye() -> None:
 def test_frame_checks_alignment() -> None:
     f = Frame(np.zeros((480, 640, 3), np.uint8), np.zeros((240, 320), np.float32), K, np.eye(4), 0.0)
     with pytest.raises(ValueError, match="aligned"):
-        PerceptionPipeline(OracleDetector()).process(f, ["red block"])
+        PerceptionPipeline(OracleDetector(), CAMERA.pipeline_config()).process(f, ["red block"])
     assert Detection("a", 1.0, (0, 0, 1, 1)).label == "a"

@@ -16,7 +16,7 @@ MOUNT = g.transform_from_rpy((0.05, 0.0, 0.04), (0.0, 0.0, math.pi / 2))  # tool
 
 
 def tree() -> TransformTree:
-    t = TransformTree(cache_s=5.0)
+    t = TransformTree(cache_s=5.0, tolerance_s=0.0)
     t.set("world", "base_link", np.eye(4), 0.0, static=True)
     t.set("tool0", "camera", MOUNT, 0.0, static=True)
     # base_link <- tool0: 0.4 m -> 0.6 m along x and a 90 deg yaw between t = 10 s and t = 11 s
@@ -44,7 +44,7 @@ def test_future_and_past_stamps_raise_extrapolation_errors() -> None:
         t.lookup("base_link", "camera", 9.0)
     assert not past.value.future
     assert t.newest_stamp("base_link", "camera") == 11.0
-    tolerant = TransformTree(tolerance_s=0.25)
+    tolerant = TransformTree(cache_s=10.0, tolerance_s=0.25)
     tolerant.set("base_link", "tool0", np.eye(4), 11.0, static=False)
     np.testing.assert_allclose(tolerant.lookup("base_link", "tool0", 11.2), np.eye(4))
 
@@ -60,7 +60,7 @@ def test_only_edges_below_the_common_ancestor_matter() -> None:
 
 
 def test_history_is_ordered_pruned_and_static_edges_win() -> None:
-    t = TransformTree(cache_s=1.0)
+    t = TransformTree(cache_s=1.0, tolerance_s=0.0)
     for stamp in (3.0, 1.0, 2.0, 2.5):  # out of order, as /tf from several publishers arrives
         t.set("base_link", "tool0", g.transform_from_rpy((stamp, 0, 0), (0, 0, 0)), stamp, static=False)
     assert t.lookup("base_link", "tool0", 2.75)[0, 3] == pytest.approx(2.75)
@@ -78,7 +78,7 @@ def test_out_of_view_objects_keep_their_state_in_memory() -> None:
     assert g.in_view((0.5, 0.0, 0.02), k, above) and not g.in_view((0.5, 0.0, 0.02), k, aside)
     assert not g.in_view((0.5, 0.0, 0.9), k, above)  # behind the camera
     a, b = SceneObject("red block", "block", (0.5, 0.0, 0.02)), SceneObject("blue bowl", "bowl", (0.55, 0.6, 0.0))
-    m = ObjectMemory()
+    m = ObjectMemory(miss_updates_to_occlude=1)  # occluded at the first miss, as in the paper
     m.update([a, b], 0.0, in_view=lambda o: True)
     m.update([b], 1.0, in_view=lambda o: g.in_view(o.position, k, aside))  # red block out of view
     assert m.visible() == ["red block", "blue bowl"] and m.occluded() == []

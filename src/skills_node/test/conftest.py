@@ -11,18 +11,19 @@ from skills_node.core.arm import TcpPose
 from skills_node.core.arm_backend import SKILL_RULES, ArmSkillBackend, PickPlaceConfig, SceneEntry, SceneLocator
 from skills_node.core.kinematics import forward_kinematics
 from skills_node.core.safety import SafeArm, SafetyLimits
-from skills_node.core.ur5e_rtde import EndEffectorIO, RtdeArm, RtdeArmConfig
+from skills_node.core.ur5e_rtde import EndEffectorIO, RtdeArm, RtdeArmConfig, UrPorts
 from skills_node.testing.fake_rtde import HOME_Q, FakeObject, FakeUrController
 
 LOG = logging.getLogger("test.ur5e")
 TCP_OFFSET = (0.0, 0.0, 0.1, 0.0, 0.0, 0.0)  # m, rad: a 10 cm suction tool
+PLACE_CATEGORIES = ("bowl", "plate", "location")  # place targets only (the skills node's place_categories)
 
 
 def make_limits(**overrides: object) -> SafetyLimits:
     values: dict[str, object] = dict(
         workspace_min=(0.25, -0.35, 0.0), workspace_max=(0.75, 0.35, 0.50), min_height=0.005,
         max_speed=0.5, max_acceleration=1.0, max_joint_speed=1.0, max_joint_acceleration=2.0,
-        max_contact_travel=0.25, skills=SKILL_RULES,
+        max_contact_travel=0.25, joint_min=(-2 * math.pi,) * 6, joint_max=(2 * math.pi,) * 6, skills=SKILL_RULES,
     )
     values.update(overrides)
     return SafetyLimits(**values)  # type: ignore[arg-type]
@@ -40,7 +41,7 @@ def scene_objects() -> list[FakeObject]:
 
 def locator_for(robot: FakeUrController) -> SceneLocator:
     """What perception would report: the top-centre of every object (m, base frame)."""
-    loc = SceneLocator()
+    loc = SceneLocator(PLACE_CATEGORIES, use_place_points=True)
     loc.update([SceneEntry(o.name, "plate" if "plate" in o.name else "block", (o.x, o.y, o.top))
                 for o in robot.objects])
     return loc
@@ -57,9 +58,12 @@ def robot() -> Iterator[FakeUrController]:
 def arm_config() -> RtdeArmConfig:
     return RtdeArmConfig(
         host="192.0.2.10", tcp_offset=TCP_OFFSET, payload_mass=0.4, payload_cog=(0.0, 0.0, 0.05),
-        end_effector=EndEffectorIO("tool", 0, sense_input=16),  # vacuum sensor on tool input 0
+        end_effector=EndEffectorIO("tool", 0, active_high=True, sense_input=16,  # vacuum sensor on tool input 0
+                                   sense_active_high=True),
+        contact_force=5.0, contact_acceleration=0.5, stop_deceleration=2.0,
         probe=False, monitor_period_s=0.004, connect_timeout_s=1.0, command_timeout_s=1.0,
         stale_timeout_s=0.3, reconnect_period_s=0.0, motion_timeout_margin_s=2.0,
+        ports=UrPorts(dashboard=29999, rtde=30004, script=30003),  # not probed
     )
 
 
@@ -100,7 +104,7 @@ def fk() -> Callable[..., TcpPose]:
 
 @pytest.fixture
 def safe_arm(arm: RtdeArm, fk: Callable[..., TcpPose]) -> SafeArm:
-    return SafeArm(arm, make_limits(), LOG, forward_kinematics=fk)
+    return SafeArm(arm, make_limits(), LOG, forward_kinematics=fk, approval_timeout_s=30.0)
 
 
 @pytest.fixture
@@ -112,9 +116,10 @@ def locator(robot: FakeUrController) -> SceneLocator:
 def pick_config() -> PickPlaceConfig:
     return PickPlaceConfig(hover_height=0.15, orientation=(0.0, math.pi, 0.0), speed=0.25, acceleration=0.5,
                            contact_speed=0.05, contact_margin=0.05, joint_speed=0.5, joint_acceleration=1.0,
-                           home_joints=HOME_Q, grip_delay_s=0.02, release_delay_s=0.02)
+                           home_joints=HOME_Q, grip_delay_s=0.02, release_delay_s=0.02, check_grasp=True,
+                           return_home=False)
 
 
 @pytest.fixture
 def backend(safe_arm: SafeArm, locator: SceneLocator, pick_config: PickPlaceConfig) -> ArmSkillBackend:
-    return ArmSkillBackend(safe_arm, locator, pick_config, LOG)
+    return ArmSkillBackend(safe_arm, locator, pick_config, LOG, approval_timeout_s=30.0)

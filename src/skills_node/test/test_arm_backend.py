@@ -16,6 +16,8 @@ from skills_node.core.types import SkillError, SkillState
 from skills_node.core.ur5e_rtde import RtdeArm
 from skills_node.testing.fake_rtde import HOME_Q, FakeUrController
 
+PLACE_CATEGORIES = ("bowl", "plate", "location")  # place targets only (the skills node's place_categories)
+
 LOG = logging.getLogger("test.arm_backend")
 DOWN = [0.0, math.pi, 0.0]
 
@@ -111,7 +113,7 @@ def test_place_goes_to_the_perceived_place_point_of_the_plate(
     assert cmds[6][1][0] == pytest.approx([0.63, 0.13, 0.01 + 0.15, *DOWN])
     red = robot.get("red block")
     assert (red.x, red.y) == pytest.approx((0.63, 0.13), abs=1e-6)
-    centre = SceneLocator(use_place_points=False)
+    centre = SceneLocator(PLACE_CATEGORIES, use_place_points=False)
     centre.update(entries)
     assert centre.place_position("blue plate") == centre.position("blue plate")
 
@@ -258,7 +260,7 @@ def test_home_outside_the_workspace_is_a_startup_error(safe_arm: SafeArm, locato
 
     behind = replace(pick_config, home_joints=(0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0))  # TCP at x = -0.49 m
     with pytest.raises(ValueError, match="TCP at the joint target x = -0.492 m is outside the workspace"):
-        ArmSkillBackend(safe_arm, locator, behind, LOG)
+        ArmSkillBackend(safe_arm, locator, behind, LOG, approval_timeout_s=30.0)
 
 
 def test_skill_approval_denied_moves_nothing(safe_arm: SafeArm, locator: SceneLocator,
@@ -270,7 +272,7 @@ def test_skill_approval_denied_moves_nothing(safe_arm: SafeArm, locator: SceneLo
             asked.append(request)
             return False
 
-    backend = ArmSkillBackend(safe_arm, locator, pick_config, LOG, skill_approval=Deny())
+    backend = ArmSkillBackend(safe_arm, locator, pick_config, LOG, skill_approval=Deny(), approval_timeout_s=30.0)
     outcome, _ = run(backend, "pick_place", "red block", "blue plate")
     assert outcome.error == SkillError.PRECONDITION_FAILED
     assert outcome.failed_precondition == "a person approves the motion"
@@ -295,12 +297,12 @@ def test_descent_without_contact_fails_and_lifts_back(
     # perception reports the block 10 cm higher than it is: the descent finds nothing within its travel
     from skills_node.core.arm_backend import SceneEntry
 
-    loc = SceneLocator()
+    loc = SceneLocator(PLACE_CATEGORIES, use_place_points=True)
     loc.update([SceneEntry("red block", "block", (0.45, 0.10, 0.30)),
                 SceneEntry("blue plate", "plate", (0.60, 0.15, 0.01))])
     arm = make_arm()
-    backend = ArmSkillBackend(SafeArm(arm, limits_for(workspace_max=(0.75, 0.35, 0.6)), LOG), loc,  # type: ignore[arg-type]
-                              pick_config, LOG)
+    safe = SafeArm(arm, limits_for(workspace_max=(0.75, 0.35, 0.6)), LOG, approval_timeout_s=30.0)  # type: ignore[arg-type]
+    backend = ArmSkillBackend(safe, loc, pick_config, LOG, approval_timeout_s=30.0)
     outcome, _ = run(backend, "pick_place", "red block", "blue plate")
     assert outcome.error == SkillError.EXECUTION_FAILED
     assert outcome.message == "no contact with the red block within 20 cm of descent"
@@ -313,27 +315,29 @@ def test_return_home_ends_pick_place_with_the_home_move(safe_arm: SafeArm, locat
     """With return_home (the simulator's wrist camera), pick_place ends with a joint move home."""
     from dataclasses import replace
 
-    backend = ArmSkillBackend(safe_arm, locator, replace(pick_config, return_home=True), LOG)
+    backend = ArmSkillBackend(safe_arm, locator, replace(pick_config, return_home=True), LOG, approval_timeout_s=30.0)
     outcome, _ = run(backend, "pick_place", "red block", "blue plate")
     assert outcome.ok, outcome.message
     cmds = robot.motion_commands()
     assert names(cmds)[-2:] == ["moveL", "moveJ"] and cmds[-1][1][0] == [round(v, 6) for v in HOME_Q]
     with pytest.raises(ValueError, match="return_home needs home_joints"):
-        ArmSkillBackend(safe_arm, locator, replace(pick_config, return_home=True, home_joints=()), LOG)
+        ArmSkillBackend(safe_arm, locator, replace(pick_config, return_home=True, home_joints=()), LOG,
+                        approval_timeout_s=30.0)
 
 
 def test_affordances_right_after_start_up_wait_for_the_first_scene(
         safe_arm: SafeArm, pick_config: PickPlaceConfig, robot: FakeUrController) -> None:
     """The planner may ask before perception's first description reached the skills node: the answer
     then waits for it instead of offering nothing (which made the LLM stop at once)."""
-    empty = SceneLocator()
-    backend = ArmSkillBackend(safe_arm, empty, pick_config, LOG)
+    empty = SceneLocator(PLACE_CATEGORIES, use_place_points=True)
+    backend = ArmSkillBackend(safe_arm, empty, pick_config, LOG, approval_timeout_s=30.0)
     entries = [SceneEntry(o.name, "plate" if "plate" in o.name else "block", (o.x, o.y, o.top)) for o in robot.objects]
     threading.Timer(0.3, lambda: empty.update(entries)).start()
     t0 = time.monotonic()
     offered = backend.affordances()
     assert 0.2 < time.monotonic() - t0 < 3.0
     assert ("pick_place", ("red block", "blue plate"), 1.0) in {(a.skill, a.args, a.affordance) for a in offered}
-    never = ArmSkillBackend(safe_arm, SceneLocator(), pick_config, LOG)
+    never = ArmSkillBackend(safe_arm, SceneLocator(PLACE_CATEGORIES, use_place_points=True), pick_config, LOG,
+                            approval_timeout_s=30.0)
     never.SCENE_WAIT_S = 0.2
     assert never.affordances() == []

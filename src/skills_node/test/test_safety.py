@@ -97,7 +97,7 @@ def test_estop_racing_a_motion_command_still_stops_it(robot: FakeUrController, a
                                                       limits_for: Callable[..., SafetyLimits]) -> None:
     """The latch is set while a motion has passed its checks but its moveL is not sent yet."""
     robot.set_time_scale(1.0)
-    safe = SafeArm(arm, limits_for(), LOG)
+    safe = SafeArm(arm, limits_for(), LOG, approval_timeout_s=30.0)
     gate = threading.Event()
     original = arm.move_linear
 

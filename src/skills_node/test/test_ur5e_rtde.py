@@ -135,13 +135,13 @@ def test_probe_accepts_a_controller_that_answers(servers: Callable[..., TcpServe
 def test_probe_names_the_closed_port() -> None:
     port = closed_port()
     with pytest.raises(ConnectionError, match=f"cannot connect to 127.0.0.1:{port} \\(dashboard server\\)"):
-        probe_controller("127.0.0.1", UrPorts(dashboard=port), 0.5)
+        probe_controller("127.0.0.1", UrPorts(dashboard=port, rtde=port, script=port), 0.5)
 
 
 def test_probe_rejects_a_silent_rtde_server(servers: Callable[..., TcpServer]) -> None:
     dash, rtde = servers(dashboard_like), servers(None)
     with pytest.raises(ConnectionError, match="did not answer the RTDE handshake within 0.3 s"):
-        probe_controller("127.0.0.1", UrPorts(dashboard=dash.port, rtde=rtde.port), 0.3)
+        probe_controller("127.0.0.1", UrPorts(dashboard=dash.port, rtde=rtde.port, script=closed_port()), 0.3)
 
 
 def test_a_hanging_constructor_is_abandoned_after_the_connect_timeout(

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from monologue_domain.robots import node_parameters
 from monologue_llm.base import (
     CandidateScore,
     LLMUnavailableError,
@@ -24,13 +25,18 @@ from success_detector_node.core.detectors import (
     TabletopPlaceDetector,
     make_detector,
 )
+from success_detector_node.core.settings import settings_from_parameters
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
 def scene(*entries: SceneEntry) -> dict[str, SceneEntry]:
     return {e.name: e for e in entries}
 
 
-D = TabletopPlaceDetector()
+# The real robot's configuration (IM §4.2: 3 cm stacking, 10 cm sorting), as the node builds it.
+UR5E = settings_from_parameters(node_parameters(CONFIG, "success_detector", ["monologue.yaml", "robots/ur5e.yaml"]))
+D = make_detector(UR5E.strategy, UR5E.detector_params())
 BLUE = SceneEntry("blue block", "block", (0.50, 0.10, 0.02))
 PLATE = SceneEntry("red plate", "plate", (0.60, -0.10, 0.01), place_point=(0.62, -0.13, 0.01))
 
@@ -76,7 +82,7 @@ def test_thresholds_are_configurable_through_the_factory() -> None:
     after = scene(SceneEntry("red block", "block", (0.54, 0.10, 0.06)), BLUE)
     assert det.detect("pick_place", ["red block", "blue block"], after).success
     with pytest.raises(ValueError):
-        TabletopPlaceDetector(stack_tolerance_m=0.0)
+        TabletopPlaceDetector(stack_tolerance_m=0.0, sort_tolerance_m=0.10)
     with pytest.raises(ValueError, match="scorer"):
         make_detector("clip", {})
     with pytest.raises(ValueError, match="LLM"):
@@ -114,8 +120,8 @@ class BrokenScorer:
 
 def test_clip_scorer_error_is_a_failed_verdict() -> None:
     img = np.zeros((8, 8, 3), np.uint8)
-    v = ClipBeforeAfterDetector(BrokenScorer()).detect("pick_place", ["red block", "blue bowl"], {},
-                                                       Context(image_before=img, image_after=img))
+    det = ClipBeforeAfterDetector(BrokenScorer(), threshold=0.5)
+    v = det.detect("pick_place", ["red block", "blue bowl"], {}, Context(image_before=img, image_after=img))
     assert not v.success and v.confidence == 0.0 and "CLIP scoring failed" in v.explanation
     assert "out of memory" in v.explanation
 

@@ -4,17 +4,29 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before anything imports mujoco
 
 import pytest  # noqa: E402
 
+from monologue_domain.robots import node_parameters  # noqa: E402
 from monologue_domain.scene_spec import SceneSpec, layout_scene  # noqa: E402
 from tabletop_sim.core.arm import ArmController  # noqa: E402
+from tabletop_sim.core.config import settings_from_parameters  # noqa: E402
 from tabletop_sim.core.kinematics import ArmKinematics  # noqa: E402
 from tabletop_sim.core.world import SimWorld, WorldConfig  # noqa: E402
 
 LOG = logging.getLogger("tabletop_sim.test")
+CONFIG = Path(__file__).resolve().parents[3] / "config"
+
+
+@pytest.fixture(scope="session")
+def world_config() -> WorldConfig:
+    """The physics world the simulator node builds from config/monologue.yaml and robots/sim.yaml."""
+    params = node_parameters(CONFIG, "tabletop_sim", ["monologue.yaml", "robots/sim.yaml"])
+    return settings_from_parameters(params).world_config()
 
 
 @pytest.fixture(scope="session")
@@ -23,8 +35,10 @@ def kinematics() -> ArmKinematics:
 
 
 @pytest.fixture
-def make_world(kinematics: ArmKinematics) -> Iterator[Callable[..., tuple[SimWorld, ArmController]]]:
-    """make_world(blocks, bowls, heavy=(), seed=3, **WorldConfig fields) -> (world, inline arm controller).
+def make_world(kinematics: ArmKinematics,
+               world_config: WorldConfig) -> Iterator[Callable[..., tuple[SimWorld, ArmController]]]:
+    """make_world(blocks, bowls, heavy=(), seed=3, **WorldConfig fields) -> (world, inline arm controller);
+    the WorldConfig fields not given are the YAML's.
 
     The controller steps physics in the calling thread (no real-time pacing), so tests run as fast as
     the CPU allows and are deterministic.
@@ -35,7 +49,7 @@ def make_world(kinematics: ArmKinematics) -> Iterator[Callable[..., tuple[SimWor
         **config: object,
     ) -> tuple[SimWorld, ArmController]:
         layout = layout_scene(SceneSpec(blocks, bowls, heavy), seed)
-        world = SimWorld(layout, WorldConfig(seed=seed, **config), LOG)  # type: ignore[arg-type]
+        world = SimWorld(layout, replace(world_config, seed=seed, **config), LOG)  # type: ignore[arg-type]
         world.step(50)  # let the objects settle on the table
         return world, ArmController(world, None, LOG, kinematics)
 

@@ -91,7 +91,7 @@ class BagWriter:
         path: Path,
         definitions: MessageDefinitions,
         logger: logging.Logger,
-        compress: bool = True,
+        compress: bool,
         custom_data: Mapping[str, str] | None = None,
     ) -> None:
         self.path = Path(path)

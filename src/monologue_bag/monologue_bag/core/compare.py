@@ -1,12 +1,14 @@
 """Event-for-event comparison of a recorded and a replayed transcript (no rclpy).
 
-Compared per event: index, kind, text and the structured data (floats to a relative tolerance).
+Compared per event: index, kind, text and the structured data (with a tolerance: floats to it, and the
+numbers printed in data strings to it or one unit of their last digit).
 Not compared: the episode id and the wall-clock stamp, which differ on every run by design.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +36,27 @@ class Divergence:
                 f"  got:      {show(self.got)}")
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.(\d+))?")
+
+
+def _equal_text(a: str, b: str, rel_tol: float) -> bool:
+    """Texts equal but for the numbers printed in them, each within `rel_tol` or one unit of its last
+    printed digit (a distance printed as 0.8 cm in one run and 0.9 cm in the next is the same distance
+    measured on another camera frame). Only used when a tolerance is asked for."""
+    if a == b:
+        return True
+    if rel_tol <= 1e-9 or _NUMBER.sub("#", a) != _NUMBER.sub("#", b):
+        return False
+    for x, y in zip(_NUMBER.finditer(a), _NUMBER.finditer(b)):
+        digits = max(len(x.group(1) or ""), len(y.group(1) or ""))
+        if not math.isclose(float(x.group(0)), float(y.group(0)), rel_tol=rel_tol, abs_tol=10.0 ** -digits + 1e-12):
+            return False
+    return True
+
+
 def _equal(a: Any, b: Any, rel_tol: float) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return _equal_text(a, b, rel_tol)
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b or a == b and type(a) is type(b)
     if isinstance(a, int | float) and isinstance(b, int | float):

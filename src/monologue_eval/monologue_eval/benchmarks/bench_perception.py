@@ -6,7 +6,7 @@ Run: `. scripts/env.sh && monologue-bench-perception [--source mujoco|synthetic]
 
 Frames (`--source`):
 - `mujoco` (default): the MuJoCo simulator's wrist camera, built from tabletop_sim.core as the simulator
-  node builds it (camera size and field of view from config/robots/sim.yaml). `--frames` random scenes
+  node builds it (its parameters from config/monologue.yaml and robots/sim.yaml). `--frames` random scenes
   (seeds `--seed`, `--seed`+1, ...; 2-4 blocks, 3 bowls), each seen from the home pose the arm returns to
   after every skill and from `--views` random reachable arm poses. Colour and depth go through the
   node's encodings (rgb8, 16UC1 mm); the camera pose is the rendered base<-optical pose (what /tf gives
@@ -35,16 +35,14 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, replace  # noqa: E402
-from pathlib import Path  # noqa: E402
-from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
-import yaml  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from monologue_bringup.graph import default_config_dir  # noqa: E402
+from monologue_domain.robots import node_parameters  # noqa: E402
 from monologue_domain.scene import SceneObject  # noqa: E402
 from monologue_domain.scene_spec import layout_scene, make_spec  # noqa: E402
 from monologue_domain.tabletop import LOCATIONS, MAX_BOWLS  # noqa: E402
@@ -55,20 +53,21 @@ from perception_node.camera_source import CameraSource  # noqa: E402
 from perception_node.core import geometry as g  # noqa: E402
 from perception_node.core import synthetic as s  # noqa: E402
 from perception_node.core.detectors import (  # noqa: E402
-    DetectorConfig,
     GroundTruthObject,
     OracleDetector,
     make_detector,
 )
 from perception_node.core.memory import ObjectMemory  # noqa: E402
-from perception_node.core.pipeline import Frame, PerceptionPipeline, PipelineConfig  # noqa: E402
+from perception_node.core.pipeline import Frame, PerceptionPipeline  # noqa: E402
+from perception_node.core.settings import CameraSettings, settings_from_parameters  # noqa: E402
 from tabletop_sim.core.arm import ArmController  # noqa: E402
 from tabletop_sim.core.camera import CameraRenderer  # noqa: E402
+from tabletop_sim.core.config import SimSettings  # noqa: E402
+from tabletop_sim.core.config import settings_from_parameters as sim_settings_from_parameters  # noqa: E402
 from tabletop_sim.core.kinematics import HOME_Q, ArmKinematics  # noqa: E402
-from tabletop_sim.core.world import ObjectTruth, SimWorld, WorldConfig  # noqa: E402
+from tabletop_sim.core.world import ObjectTruth, SimWorld  # noqa: E402
 
 LOG = logging.getLogger("bench_perception")
-SIM_CONFIG = default_config_dir() / "robots" / "sim.yaml"
 OPTICAL_FRAME = "camera_color_optical_frame"
 STAGES = ("decode", "detect", "depth", "open3d", "memory", "publish")
 SETTLE_STEPS = 100  # physics steps (0.2 s) after a scene reset before the first image
@@ -145,11 +144,16 @@ def synthetic_frames(count: int, seed: int = 0, noise: float = 0.0, min_pixels: 
 
 # -------------------------------------------------------------------------------------- mujoco --
 
-def sim_camera(path: Path = SIM_CONFIG) -> tuple[int, int, float]:
+def sim_settings() -> SimSettings:
+    """The simulator node's parameters as config/monologue.yaml and robots/sim.yaml set them."""
+    return sim_settings_from_parameters(node_parameters(default_config_dir(), "tabletop_sim",
+                                                        ["monologue.yaml", "robots/sim.yaml"]))
+
+
+def sim_camera() -> tuple[int, int, float]:
     """Wrist camera width, height (px) and vertical field of view (deg) of the simulator's config."""
-    params = yaml.safe_load(path.read_text())["tabletop_sim"]["ros__parameters"]
-    cam = params.get("camera", {})
-    return int(cam.get("width", 640)), int(cam.get("height", 480)), float(cam.get("fovy", 45.0))
+    s = sim_settings()
+    return s.image_width, s.image_height, s.fovy_deg
 
 
 def box_truth(o: ObjectTruth) -> GroundTruthObject:
@@ -199,9 +203,10 @@ def mujoco_frames(scenes: int, seed: int = 0, views: int = 0, min_pixels: int = 
             spec = make_spec(scene_seed, blocks, MAX_BOWLS, matching_bowls=blocks <= MAX_BOWLS)
             layout = layout_scene(spec, scene_seed)
             if world is None:
-                world = SimWorld(layout, WorldConfig(image_width=width, image_height=height, fovy_deg=fovy,
-                                                     seed=scene_seed), LOG)
-                renderer = CameraRenderer(world, "wrist", width, height, seed=scene_seed)
+                config = replace(sim_settings().world_config(), image_width=width, image_height=height,
+                                 fovy_deg=fovy, seed=scene_seed)
+                world = SimWorld(layout, config, LOG)
+                renderer = CameraRenderer(world, "wrist", width, height, pixel_noise_std=0.0, seed=scene_seed)
             else:
                 world.reset(layout)  # as sim/reset: new scene, the arm back home
             assert renderer is not None
@@ -223,13 +228,19 @@ def mujoco_frames(scenes: int, seed: int = 0, views: int = 0, min_pixels: int = 
 
 # ----------------------------------------------------------------------------------- measuring --
 
-def message_builder(pipe: PerceptionPipeline, base_frame: str = "base_link",
-                    marker_lifetime_s: float = 2.0) -> CameraSource:
+def camera_settings() -> CameraSettings:
+    """The perception node's camera parameters as config/monologue.yaml and robots/sim.yaml set them
+    (detector, score threshold, open3d, cloud stride, object memory, base frame, marker lifetime)."""
+    params = node_parameters(default_config_dir(), "perception", ["monologue.yaml", "robots/sim.yaml"])
+    return settings_from_parameters(params).camera
+
+
+def message_builder(pipe: PerceptionPipeline, camera: CameraSettings) -> CameraSource:
     """The node's CameraSource without a node, for its message builders (_scene_msg, _marker_msg) only:
     the benchmark times the node's own code. It sets the attributes those two read; if camera_source
     renames them, this fails loudly (AttributeError/KeyError) rather than timing something else."""
     src = CameraSource.__new__(CameraSource)
-    src.p = SimpleNamespace(base_frame=base_frame, marker_lifetime=marker_lifetime_s)  # CameraSettings' fields
+    src.p = camera
     src.pipeline = pipe
     src._marker_ids = {}
     return src
@@ -268,17 +279,18 @@ class Report:
     fn: int = 0
 
 
-def measure(pipe: PerceptionPipeline, frames: Sequence[BenchFrame], match_cm: float = 5.0,
-            view_margin_px: float = 10.0) -> Report:
-    """Run the node's per-frame path on every frame and collect latencies, errors and matches.
+def measure(pipe: PerceptionPipeline, frames: Sequence[BenchFrame], camera: CameraSettings,
+            match_cm: float = 5.0) -> Report:
+    """Run the node's per-frame path on every frame and collect latencies, errors and matches; the
+    object memory and the messages as the node with the `camera` parameters builds them.
 
     A detection is a true positive when its object is visible and its x-y error is at most `match_cm`."""
-    src, gt = message_builder(pipe), locations_msg()
+    src, gt = message_builder(pipe, camera), locations_msg()
     rep = Report({k: [] for k in STAGES}, {})
-    memory, scene = ObjectMemory(), -1
+    memory, scene = ObjectMemory(camera.miss_updates_to_occlude), -1
     for f in frames:
         if f.scene != scene:
-            memory, scene = ObjectMemory(), f.scene
+            memory, scene = ObjectMemory(camera.miss_updates_to_occlude), f.scene
         c, d = f.color, f.depth
         t0 = time.perf_counter()
         rgb = decode_color(bytes(c.data), c.width, c.height, c.encoding, c.step)
@@ -290,7 +302,7 @@ def measure(pipe: PerceptionPipeline, frames: Sequence[BenchFrame], match_cm: fl
         res = pipe.process(Frame(rgb, depth, k, pose, stamp), [o.name for o in f.truth], f.truth, decode_s)
         t0 = time.perf_counter()
         objects = memory.update(list(res.objects), stamp,
-                                in_view=in_view_of(k, pose, view_margin_px))
+                                in_view=in_view_of(k, pose, camera.view_margin))
         t1 = time.perf_counter()
         src._marker_msg(src._scene_msg(c, objects, gt))
         t2 = time.perf_counter()
@@ -331,11 +343,12 @@ def print_report(name: str, rep: Report, frames: Sequence[BenchFrame], match_cm:
           f"a match is the visible object within {match_cm:g} cm x-y)")
 
 
-def run(name: str, pipe: PerceptionPipeline, frames: Sequence[BenchFrame], match_cm: float = 5.0) -> None:
+def run(name: str, pipe: PerceptionPipeline, frames: Sequence[BenchFrame], camera: CameraSettings,
+        match_cm: float = 5.0) -> None:
     """Warm up on the first frame (lazy imports such as open3d, model caches), then measure all."""
     if frames:
-        measure(pipe, frames[:1])
-    print_report(name, measure(pipe, frames, match_cm), frames, match_cm)
+        measure(pipe, frames[:1], camera)
+    print_report(name, measure(pipe, frames, camera, match_cm), frames, match_cm)
 
 
 def main() -> None:
@@ -347,7 +360,8 @@ def main() -> None:
     ap.add_argument("--min-pixels", type=int, default=100, help="px in view for an object to count as visible")
     ap.add_argument("--noise", type=float, default=0.0, help="synthetic: depth noise std (m); also 2%% holes")
     ap.add_argument("--match-cm", type=float, default=5.0, help="x-y error (cm) up to which a detection matches")
-    ap.add_argument("--score-threshold", type=float, default=0.1, help="as the node's score_threshold")
+    ap.add_argument("--score-threshold", type=float, default=None,
+                    help="the node's score_threshold (default: config/monologue.yaml's)")
     for kind in ("owlvit", "owlv2", "grounding-dino", "clip"):
         ap.add_argument(f"--{kind}", default="", help=f"local {kind} model dir")
     ap.add_argument("--mdetr-checkpoint", default="", help="official MDETR ResNet-101 .pth")
@@ -363,22 +377,23 @@ def main() -> None:
         what = f"synthetic, depth noise {a.noise} m"
     w, h = (frames[0].color.width, frames[0].color.height) if frames else (0, 0)
     print(f"rendered {len(frames)} {w}x{h} frames in {time.perf_counter() - t0:.1f} s ({what})")
-    cfg = PipelineConfig(min_score=a.score_threshold)
-    pipes = [("oracle + depth + open3d", PerceptionPipeline(OracleDetector(), cfg)),
+    camera = camera_settings()
+    score = camera.detector.score_threshold if a.score_threshold is None else a.score_threshold
+    cfg = replace(camera.pipeline_config(), min_score=score)
+    pipes = [("oracle + depth + open3d", PerceptionPipeline(OracleDetector(), replace(cfg, use_open3d=True))),
              ("oracle + depth only (no open3d)", PerceptionPipeline(OracleDetector(), replace(cfg, use_open3d=False)))]
     for name, pipe in pipes:
-        run(name, pipe, frames, a.match_cm)
+        run(name, pipe, frames, camera, a.match_cm)
+    detector = replace(camera.detector, clip_model_path=a.clip, score_threshold=score)
     configs = [("owlvit", a.owlvit), ("owlv2", a.owlv2), ("grounding_dino", a.grounding_dino)]
     for kind, path in configs:
         if path:
-            det = make_detector(DetectorConfig(kind=kind, model_path=path, clip_model_path=a.clip,
-                                               score_threshold=a.score_threshold))
-            run(det.name, PerceptionPipeline(det, cfg), frames, a.match_cm)
+            det = make_detector(replace(detector, kind=kind, model_path=path))
+            run(det.name, PerceptionPipeline(det, cfg), frames, camera, a.match_cm)
     if a.mdetr_checkpoint:
-        det = make_detector(DetectorConfig(kind="mdetr", mdetr_checkpoint=a.mdetr_checkpoint,
-                                           mdetr_text_encoder_dir=a.mdetr_text_encoder, clip_model_path=a.clip,
-                                           score_threshold=a.score_threshold))
-        run(det.name, PerceptionPipeline(det, cfg), frames, a.match_cm)
+        det = make_detector(replace(detector, kind="mdetr", mdetr_checkpoint=a.mdetr_checkpoint,
+                                    mdetr_text_encoder_dir=a.mdetr_text_encoder))
+        run(det.name, PerceptionPipeline(det, cfg), frames, camera, a.match_cm)
     if not any(p for _, p in configs) and not a.mdetr_checkpoint:
         print("\n(no model weights given: only the oracle was measured; see --help)")
 

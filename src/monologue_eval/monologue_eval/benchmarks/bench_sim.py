@@ -1,6 +1,7 @@
 """MuJoCo tabletop benchmark (prints numbers; no assertions).
 
 Run: `. scripts/env.sh && monologue-bench-sim [--real-time-factor 5] [--width 640 --height 480]`
+(defaults: the simulator node's parameters in config/robots/sim.yaml)
 (or `python -m monologue_eval.benchmarks.bench_sim ...`).
 
 1. Physics steps per second: the arm at rest with a full scene (4 blocks, 3 bowls), and while the arm
@@ -22,12 +23,16 @@ import logging
 import os
 import statistics
 import time
+from dataclasses import replace
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+from monologue_bringup.graph import default_config_dir  # noqa: E402
+from monologue_domain.robots import node_parameters  # noqa: E402
 from monologue_domain.scene_spec import SceneSpec, layout_scene  # noqa: E402
 from tabletop_sim.core.arm import ArmController  # noqa: E402
 from tabletop_sim.core.camera import CameraRenderer  # noqa: E402
+from tabletop_sim.core.config import SimSettings, settings_from_parameters  # noqa: E402
 from tabletop_sim.core.kinematics import PARK_Q, ArmKinematics  # noqa: E402
 from tabletop_sim.core.primitive import pick_and_place  # noqa: E402
 from tabletop_sim.core.runner import SimRunner  # noqa: E402
@@ -37,8 +42,19 @@ LOG = logging.getLogger("bench_sim")
 SPEC = SceneSpec(("red", "blue", "green", "yellow"), ("pink", "cyan", "gray"))
 
 
+def sim_settings() -> SimSettings:
+    """The simulator node's parameters as config/monologue.yaml and robots/sim.yaml set them."""
+    return settings_from_parameters(node_parameters(default_config_dir(), "tabletop_sim",
+                                                    ["monologue.yaml", "robots/sim.yaml"]))
+
+
+def world_config(seed: int, **config: object) -> WorldConfig:
+    """The simulator node's physics world (sim.yaml) with this noise seed and these fields changed."""
+    return replace(sim_settings().world_config(), seed=seed, **config)  # type: ignore[arg-type]
+
+
 def world(seed: int = 3, **config: object) -> SimWorld:
-    w = SimWorld(layout_scene(SPEC, seed), WorldConfig(seed=seed, **config), LOG)  # type: ignore[arg-type]
+    w = SimWorld(layout_scene(SPEC, seed), world_config(seed, **config), LOG)
     w.step(100)
     return w
 
@@ -66,7 +82,7 @@ def bench_render(width: int, height: int, frames: int) -> None:
     for camera in ("wrist", "overhead"):
         park = {"home_q": PARK_Q} if camera == "overhead" else {}  # the arm out of the overhead view
         w = world(image_width=width, image_height=height, **park)
-        r = CameraRenderer(w, camera, width, height)
+        r = CameraRenderer(w, camera, width, height, pixel_noise_std=0.0, seed=0)
         try:
             r.render(segmentation=True)  # warm-up (context, textures)
             rgbd = seg = 0.0
@@ -136,7 +152,8 @@ def _timed_planning(arm: ArmController) -> _PlanTimer:
 def summary(steps: int = 2000, frames: int = 5) -> str:
     """The simulator's speed on this machine (Markdown): physics steps/s with the arm at rest, and render
     time per 640x480 colour + depth frame of the wrist camera."""
-    w = SimWorld(layout_scene(SceneSpec(("red", "blue"), ("pink",)), 3), WorldConfig(seed=3), LOG)
+    w = SimWorld(layout_scene(SceneSpec(("red", "blue"), ("pink",)), 3),
+                 world_config(3, image_width=640, image_height=480), LOG)
     w.step(100)
     t0 = time.perf_counter()
     w.step(steps)
@@ -145,7 +162,7 @@ def summary(steps: int = 2000, frames: int = 5) -> str:
              f"- physics: {rate:,.0f} steps/s with the arm at rest (timestep {w.config.timestep * 1000:.1f} ms, "
              f"{rate * w.config.timestep:.0f}x real time)"]
     try:
-        renderer = CameraRenderer(w, "wrist", 640, 480)
+        renderer = CameraRenderer(w, "wrist", 640, 480, pixel_noise_std=0.0, seed=0)
     except Exception as e:  # no OpenGL context: the node runs without camera topics too
         return "\n".join([*lines, f"- render: unavailable ({e})", ""])
     try:
@@ -164,9 +181,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--summary", action="store_true",
                     help="print only the short Markdown summary monologue-bench stores (simulator.md)")
-    ap.add_argument("--real-time-factor", type=float, default=5.0, help="the node's default is 5")
-    ap.add_argument("--width", type=int, default=640)
-    ap.add_argument("--height", type=int, default=480)
+    ap.add_argument("--real-time-factor", type=float, default=None, help="default: the node's (sim.yaml)")
+    ap.add_argument("--width", type=int, default=None, help="px; default: the node's camera.width (sim.yaml)")
+    ap.add_argument("--height", type=int, default=None, help="px; default: the node's camera.height (sim.yaml)")
     ap.add_argument("--steps", type=int, default=5000, help="physics steps for the rest benchmark")
     ap.add_argument("--frames", type=int, default=10, help="frames per render measurement")
     ap.add_argument("--repeats", type=int, default=3, help="pick-and-places per setting")
@@ -174,9 +191,11 @@ def main() -> None:
     if args.summary:
         print(summary(), end="")
         return
+    s = sim_settings()
     bench_physics(args.steps)
-    bench_render(args.width, args.height, args.frames)
-    bench_pick_place(args.real_time_factor, args.repeats)
+    bench_render(s.image_width if args.width is None else args.width,
+                 s.image_height if args.height is None else args.height, args.frames)
+    bench_pick_place(s.real_time_factor if args.real_time_factor is None else args.real_time_factor, args.repeats)
 
 
 if __name__ == "__main__":

@@ -135,7 +135,8 @@ SceneItem = SceneObject  # name, category, position (m, object centre in frame_i
 class SceneView:
     """Cubes for blocks, cylinders for bowls, a label over each; stable ids per object name."""
 
-    def __init__(self, lifetime_s: float = 0.0) -> None:
+    def __init__(self, lifetime_s: float) -> None:
+        """lifetime_s: s each marker lives, 0 = until replaced or deleted (the node's `lifetime`)."""
         self._ids: dict[str, int] = {}
         self._shown: set[int] = set()
         self._lifetime = lifetime_s

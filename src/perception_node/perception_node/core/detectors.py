@@ -102,9 +102,8 @@ def clip_boxes(detections: Sequence[Detection], width: int, height: int, min_siz
 class OwlDetector:
     """OWL-ViT (v1) or OWLv2 open-vocabulary detection; one text query per candidate name."""
 
-    def __init__(self, model_path: str, version: str = "owlvit", score_threshold: float = 0.1,
-                 allow_download: bool = False, num_threads: int = 0,
-                 logger: logging.Logger | None = None) -> None:
+    def __init__(self, model_path: str, version: str, score_threshold: float, allow_download: bool,
+                 num_threads: int, logger: logging.Logger | None = None) -> None:
         if version not in ("owlvit", "owlv2"):
             raise ValueError(f"version must be owlvit or owlv2, got {version!r}")
         self.name = version
@@ -148,9 +147,8 @@ class GroundingDinoDetector:
 
     name = "grounding_dino"
 
-    def __init__(self, model_path: str, box_threshold: float = 0.3, text_threshold: float = 0.25,
-                 allow_download: bool = False, num_threads: int = 0,
-                 logger: logging.Logger | None = None) -> None:
+    def __init__(self, model_path: str, box_threshold: float, text_threshold: float, allow_download: bool,
+                 num_threads: int, logger: logging.Logger | None = None) -> None:
         self.box_threshold, self.text_threshold = box_threshold, text_threshold
         self._log = logger or logging.getLogger(__name__)
         offline_mode(allow_download)
@@ -233,9 +231,9 @@ class MdetrDetector:
 
     name = "mdetr"
 
-    def __init__(self, checkpoint: str, text_encoder_dir: str, model_name: str = "mdetr_resnet101",
-                 score_threshold: float = 0.7, resize_px: int = 800, max_size_px: int = 1333,
-                 num_threads: int = 0, logger: logging.Logger | None = None) -> None:
+    def __init__(self, checkpoint: str, text_encoder_dir: str, model_name: str, score_threshold: float,
+                 num_threads: int, resize_px: int = 800, max_size_px: int = 1333,
+                 logger: logging.Logger | None = None) -> None:
         self.score_threshold, self.resize_px, self.max_size_px = score_threshold, resize_px, max_size_px
         self._log = logger or logging.getLogger(__name__)
         ckpt, text_dir = Path(checkpoint).expanduser(), Path(text_encoder_dir).expanduser()
@@ -378,18 +376,19 @@ class OracleDetector:
 
 @dataclass(frozen=True)
 class DetectorConfig:
-    """Parameters of `make_detector` (the node's `detector` and `models.*` parameters)."""
+    """Parameters of `make_detector` (the node's `detector` and `models.*` parameters; their defaults
+    are in config/monologue.yaml only)."""
 
-    kind: str = "oracle"
-    model_path: str = ""               # owlvit/owlv2/grounding_dino: local transformers model dir
-    clip_model_path: str = ""          # "" = no CLIP re-ranking
-    mdetr_checkpoint: str = ""         # official MDETR ResNet-101 .pth
-    mdetr_text_encoder_dir: str = ""   # local roberta-base dir (config.json + tokenizer files)
-    mdetr_model_name: str = "mdetr_resnet101"
-    score_threshold: float = 0.1       # owl*: box score; grounding_dino: box threshold; mdetr: 1 - p(no object)
-    text_threshold: float = 0.25       # grounding_dino
-    allow_download: bool = False
-    num_threads: int = 0               # torch CPU threads, 0 = torch's default
+    kind: str                          # one of DETECTORS
+    model_path: str                    # owlvit/owlv2/grounding_dino: local transformers model dir
+    clip_model_path: str               # "" = no CLIP re-ranking
+    mdetr_checkpoint: str              # official MDETR ResNet-101 .pth
+    mdetr_text_encoder_dir: str        # local roberta-base dir (config.json + tokenizer files)
+    mdetr_model_name: str
+    score_threshold: float             # owl*: box score; grounding_dino: box threshold; mdetr: 1 - p(no object)
+    text_threshold: float              # grounding_dino
+    allow_download: bool
+    num_threads: int                   # torch CPU threads, 0 = torch's default
 
 
 def make_detector(cfg: DetectorConfig, logger: logging.Logger | None = None) -> Detector:
@@ -404,7 +403,7 @@ def make_detector(cfg: DetectorConfig, logger: logging.Logger | None = None) -> 
         "grounding_dino": lambda: GroundingDinoDetector(cfg.model_path, cfg.score_threshold, cfg.text_threshold,
                                                         cfg.allow_download, cfg.num_threads, log),
         "mdetr": lambda: MdetrDetector(cfg.mdetr_checkpoint, cfg.mdetr_text_encoder_dir, cfg.mdetr_model_name,
-                                       cfg.score_threshold, num_threads=cfg.num_threads, logger=log),
+                                       cfg.score_threshold, cfg.num_threads, logger=log),
     }
     if cfg.kind not in builders:
         raise ValueError(f"unknown detector {cfg.kind!r}; available: {list(DETECTORS)}")

@@ -30,7 +30,7 @@ class ObjectMemory:
     stream). `forget_after_s`: drop an occluded object after this long (s); None = never.
     """
 
-    def __init__(self, miss_updates_to_occlude: int = 1, forget_after_s: float | None = None) -> None:
+    def __init__(self, miss_updates_to_occlude: int, forget_after_s: float | None = None) -> None:
         if miss_updates_to_occlude < 1:
             raise ValueError("miss_updates_to_occlude must be >= 1")
         if forget_after_s is not None and forget_after_s <= 0:

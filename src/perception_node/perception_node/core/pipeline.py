@@ -59,10 +59,14 @@ class Frame:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    min_score: float = 0.0                     # drop detections below this score
+    """The first three fields are the node's parameters (score_threshold, use_open3d, cloud_stride;
+    defaults in config/monologue.yaml only, see settings.CameraSettings.pipeline_config); the rest are
+    algorithm constants."""
+
+    min_score: float                           # drop detections below this score
+    use_open3d: bool                           # table plane + clustering; off = deprojected box centres
+    cloud_stride: int                          # px, use every n-th pixel for the point cloud
     inner_fraction: float = 0.5                # central part of the box used for depth (fraction)
-    use_open3d: bool = True                    # table plane + clustering; off = deprojected box centres
-    cloud_stride: int = 2                      # use every n-th pixel for the point cloud
     max_depth_m: float = 3.0                   # ignore depth beyond this (m)
     max_cluster_offset_m: float = 0.06         # max x-y offset (m) of a cluster from the box deprojection
     place_categories: tuple[str, ...] = ("bowl", "plate")
@@ -89,7 +93,7 @@ def category_of(name: str, categories: Mapping[str, str] | None = None) -> str:
 
 
 class PerceptionPipeline:
-    def __init__(self, detector: Detector, cfg: PipelineConfig = PipelineConfig(),
+    def __init__(self, detector: Detector, cfg: PipelineConfig,
                  categories: Mapping[str, str] | None = None, logger: logging.Logger | None = None) -> None:
         self.detector, self.cfg = detector, cfg
         self.categories = dict(categories or {})

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from monologue_common.core.settings import ParamReader
 
 from .detectors import DETECTORS, DetectorConfig
+from .pipeline import PipelineConfig
 
 SOURCES = ("oracle", "camera")
 # Parameters every node has but not every node reads: rclpy's own, and the shared llm block of
@@ -37,6 +38,11 @@ class CameraSettings:
     marker_lifetime: float                      # s
     miss_updates_to_occlude: int                # frames
     view_margin: float                          # px
+
+    def pipeline_config(self) -> PipelineConfig:
+        """The pipeline's configuration from these parameters (its other fields are algorithm constants)."""
+        return PipelineConfig(min_score=self.detector.score_threshold, use_open3d=self.use_open3d,
+                              cloud_stride=self.cloud_stride)
 
 
 @dataclass(frozen=True)

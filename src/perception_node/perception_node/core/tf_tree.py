@@ -59,7 +59,7 @@ class TransformTree:
     newest sample (or before its oldest) a lookup may use that end sample unchanged (s).
     """
 
-    def __init__(self, cache_s: float = 10.0, tolerance_s: float = 0.0, max_depth: int = 32) -> None:
+    def __init__(self, cache_s: float, tolerance_s: float, max_depth: int = 32) -> None:
         if cache_s <= 0 or tolerance_s < 0:
             raise ValueError("cache_s must be > 0 s and tolerance_s >= 0 s")
         self.cache_s, self.tolerance_s, self.max_depth = cache_s, tolerance_s, max_depth

@@ -9,7 +9,6 @@ Positions are metres in the robot base frame.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -64,8 +63,7 @@ class SceneLocator:
     entries are neither (their positions may be stale).
     """
 
-    def __init__(self, place_categories: Sequence[str] = ("bowl", "plate", "location"),
-                 use_place_points: bool = True) -> None:
+    def __init__(self, place_categories: Sequence[str], use_place_points: bool) -> None:
         self._place_categories = frozenset(place_categories)
         self._use_place_points = use_place_points
         self._lock = threading.Lock()
@@ -104,21 +102,22 @@ class SceneLocator:
 
 @dataclass(frozen=True)
 class PickPlaceConfig:
-    """Parameters of the scripted primitive."""
+    """Parameters of the scripted primitive: the skills node's `<backend>.*` pick-and-place parameters
+    (defaults in config/robots/*.yaml only)."""
 
-    hover_height: float = 0.15  # m above the pick / place point (IM §4.2)
-    orientation: Vector3 = (0.0, math.pi, 0.0)  # rad, TCP rotation vector at pick and place (tool z down)
-    speed: float = 0.25  # m/s, travel moves
-    acceleration: float = 0.5  # m/s^2, travel moves
-    contact_speed: float = 0.02  # m/s, slow descent until contact
-    contact_margin: float = 0.05  # m searched below the expected pick / place point
-    joint_speed: float = 0.5  # rad/s, home move
-    joint_acceleration: float = 1.0  # rad/s^2, home move
-    home_joints: tuple[float, ...] = ()  # rad; empty = no home skill
-    grip_delay_s: float = 0.3  # s for the vacuum to build up before lifting
-    release_delay_s: float = 0.3  # s for the vacuum to vent before lifting
-    check_grasp: bool = True  # after lifting, fail the skill if holding() is False
-    return_home: bool = False  # end pick_place at home_joints (a wrist camera then sees the workspace again)
+    hover_height: float  # m above the pick / place point (IM §4.2)
+    orientation: Vector3  # rad, TCP rotation vector at pick and place (tool z down)
+    speed: float  # m/s, travel moves
+    acceleration: float  # m/s^2, travel moves
+    contact_speed: float  # m/s, slow descent until contact
+    contact_margin: float  # m searched below the expected pick / place point
+    joint_speed: float  # rad/s, home move
+    joint_acceleration: float  # rad/s^2, home move
+    home_joints: tuple[float, ...]  # rad; empty = no home skill
+    grip_delay_s: float  # s for the vacuum to build up before lifting
+    release_delay_s: float  # s for the vacuum to vent before lifting
+    check_grasp: bool  # after lifting, fail the skill if holding() is False
+    return_home: bool  # end pick_place at home_joints (a wrist camera then sees the workspace again)
 
     def __post_init__(self) -> None:
         for name in ("hover_height", "speed", "acceleration", "contact_speed", "joint_speed",
@@ -163,7 +162,8 @@ class ArmSkillBackend:
         config: PickPlaceConfig,
         logger: logging.Logger,
         skill_approval: ApprovalGate | None = None,
-        approval_timeout_s: float = 30.0,
+        *,
+        approval_timeout_s: float,
     ) -> None:
         allowed = {r.name for r in arm.limits.skills}
         unknown = allowed - {r.name for r in SKILL_RULES}

@@ -49,7 +49,7 @@ class SimBackend:
         self,
         world: TabletopWorld,
         logger: logging.Logger,
-        phase_duration_s: float = 0.1,
+        phase_duration_s: float,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         if phase_duration_s < 0.0:

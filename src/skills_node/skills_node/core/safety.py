@@ -12,7 +12,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from .arm import (
@@ -26,7 +26,6 @@ from .arm import (
 )
 from .types import SkillError, SkillRejected
 
-TWO_PI = 2.0 * math.pi
 ARG_MAX_LENGTH = 64  # characters per skill argument
 
 
@@ -51,10 +50,10 @@ class SafetyLimits:
     max_acceleration: float  # m/s^2, TCP
     max_joint_speed: float  # rad/s, leading axis
     max_joint_acceleration: float  # rad/s^2, leading axis
-    max_contact_travel: float = 0.30  # m, longest guarded move-until-contact
-    joint_min: tuple[float, ...] = (-TWO_PI,) * 6  # rad
-    joint_max: tuple[float, ...] = (TWO_PI,) * 6  # rad
-    skills: tuple[SkillRule, ...] = field(default_factory=tuple)
+    max_contact_travel: float  # m, longest guarded move-until-contact
+    joint_min: tuple[float, ...]  # rad
+    joint_max: tuple[float, ...]  # rad
+    skills: tuple[SkillRule, ...]  # the allow-list
 
     def __post_init__(self) -> None:
         for lo, hi, axis in zip(self.workspace_min, self.workspace_max, "xyz"):
@@ -175,7 +174,8 @@ class SafeArm:
         logger: logging.Logger,
         forward_kinematics: Callable[[Sequence[float]], TcpPose] | None = None,
         approval: ApprovalGate | None = None,
-        approval_timeout_s: float = 30.0,
+        *,
+        approval_timeout_s: float,
     ) -> None:
         if approval_timeout_s <= 0:
             raise ValueError("approval_timeout_s must be > 0 s")

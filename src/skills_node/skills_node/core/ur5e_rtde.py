@@ -25,7 +25,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 from .arm import (
@@ -112,9 +112,9 @@ def library_factories() -> RtdeFactories:
 class UrPorts:
     """TCP ports of a UR controller."""
 
-    dashboard: int = 29999  # dashboard server (RTDEControlInterface needs it)
-    rtde: int = 30004  # RTDE
-    script: int = 30003  # URScript upload (real-time client interface)
+    dashboard: int  # dashboard server (RTDEControlInterface needs it; UR's default 29999)
+    rtde: int  # RTDE (30004)
+    script: int  # URScript upload, real-time client interface (30003)
 
 
 RTDE_REQUEST_PROTOCOL_VERSION = 86  # 'V'
@@ -175,12 +175,12 @@ def probe_controller(host: str, ports: UrPorts, timeout_s: float) -> None:
 class EndEffectorIO:
     """An on/off end effector on a digital output: a suction cup's vacuum valve or a pneumatic gripper."""
 
-    output: Literal["tool", "standard"] = "tool"  # tool flange output or control-box standard output
-    pin: int = 0  # 0-1 (tool) or 0-7 (standard)
-    active_high: bool = True  # output level that means "on" (suction / gripper closed)
-    sense_input: int = -1  # bit in getActualDigitalInputBits() of a vacuum / grip sensor (0-7 standard,
+    output: Literal["tool", "standard"]  # tool flange output or control-box standard output
+    pin: int  # 0-1 (tool) or 0-7 (standard)
+    active_high: bool  # output level that means "on" (suction / gripper closed)
+    sense_input: int  # bit in getActualDigitalInputBits() of a vacuum / grip sensor (0-7 standard,
     # 8-15 configurable, 16-17 tool); -1 = no sensor: holding() reports the commanded state
-    sense_active_high: bool = True
+    sense_active_high: bool
 
     def __post_init__(self) -> None:
         if self.output not in ("tool", "standard"):
@@ -199,29 +199,32 @@ class EndEffectorIO:
 
 @dataclass(frozen=True)
 class RtdeArmConfig:
+    """The fields up to `ports` are the skills node's `ur5e.*` parameters (defaults in
+    config/robots/ur5e.yaml only); the rest are constants of this driver."""
+
     host: str
-    tcp_offset: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # flange -> TCP: m, rad (rotation vector)
-    payload_mass: float = 0.0  # kg, tool + typical object
-    payload_cog: tuple[float, ...] = (0.0, 0.0, 0.0)  # m from the flange
-    end_effector: EndEffectorIO = field(default_factory=EndEffectorIO)
-    contact_force: float = 5.0  # N along the motion that counts as contact (IM §4.2)
-    contact_acceleration: float = 0.5  # m/s^2 of the contact move
+    tcp_offset: tuple[float, ...]  # flange -> TCP: m, rad (rotation vector)
+    payload_mass: float  # kg, tool + typical object
+    payload_cog: tuple[float, ...]  # m from the flange
+    end_effector: EndEffectorIO
+    contact_force: float  # N along the motion that counts as contact (IM §4.2)
+    contact_acceleration: float  # m/s^2 of the contact move
+    stop_deceleration: float  # m/s^2, stopL on stop()/cancel
+    monitor_period_s: float  # s between safety-status polls (and motion checks)
+    command_timeout_s: float  # s a single ur_rtde call may take before the connection is declared lost
+    connect_timeout_s: float  # s per probe step and per interface construction
+    stale_timeout_s: float  # s without new RTDE data before the connection is declared lost
+    reconnect_period_s: float  # s between reconnection attempts; 0 = never reconnect
+    probe: bool  # probe the controller's ports before constructing the ur_rtde interfaces
+    ports: UrPorts
     zero_ft_before_contact: bool = True  # zero the force/torque sensor before every contact move
-    stop_deceleration: float = 2.0  # m/s^2, stopL on stop()/cancel
     contact_stop_deceleration: float = 5.0  # m/s^2, stopL on contact
     stop_joint_deceleration: float = 3.0  # rad/s^2, stopJ
-    monitor_period_s: float = 0.01  # s between safety-status polls (and motion checks)
-    command_timeout_s: float = 3.0  # s a single ur_rtde call may take before the connection is declared lost
-    connect_timeout_s: float = 3.0  # s per probe step and per interface construction
-    stale_timeout_s: float = 0.5  # s without new RTDE data before the connection is declared lost
-    reconnect_period_s: float = 2.0  # s between reconnection attempts; 0 = never reconnect
     motion_timeout_factor: float = 2.0  # motion time limit = factor * nominal duration + margin
     motion_timeout_margin_s: float = 5.0
     settle_timeout_s: float = 0.5  # s a motion may report "not running" away from its target before it failed
     position_tolerance: float = 0.002  # m, target reached
     joint_tolerance: float = 0.005  # rad, joint target reached
-    probe: bool = True  # probe the controller's ports before constructing the ur_rtde interfaces
-    ports: UrPorts = field(default_factory=UrPorts)
 
     def __post_init__(self) -> None:
         if not self.host:

@@ -57,7 +57,7 @@ class SimGeometricDetector:
 
     name = "sim_geometric"
 
-    def __init__(self, xy_tolerance_m: float = 0.04) -> None:
+    def __init__(self, xy_tolerance_m: float) -> None:
         if xy_tolerance_m <= 0:
             raise ValueError("xy_tolerance_m must be > 0")
         self.xy_tolerance_m = xy_tolerance_m
@@ -96,7 +96,7 @@ class TabletopPlaceDetector:
 
     name = "tabletop"
 
-    def __init__(self, stack_tolerance_m: float = 0.03, sort_tolerance_m: float = 0.10,
+    def __init__(self, stack_tolerance_m: float, sort_tolerance_m: float,
                  stack_categories: Sequence[str] = ("block",)) -> None:
         if stack_tolerance_m <= 0 or sort_tolerance_m <= 0:
             raise ValueError("stack_tolerance_m and sort_tolerance_m must be > 0")
@@ -145,7 +145,7 @@ class ClipBeforeAfterDetector:
     name = "clip"
     CONTAINERS = ("bowl", "plate", "container", "box", "basket")
 
-    def __init__(self, scorer: ImageTextScorer, threshold: float = 0.5,
+    def __init__(self, scorer: ImageTextScorer, threshold: float,
                  template: str = "a photo of the {obj} {rel} the {target}") -> None:
         self.scorer, self.threshold, self.template = scorer, threshold, template
 

@@ -67,10 +67,11 @@ class CameraRenderer:
         camera: str,
         width: int,
         height: int,
-        pixel_noise_std: float = 0.0,
-        seed: int = 0,
+        pixel_noise_std: float,
+        seed: int,
     ) -> None:
-        """pixel_noise_std: N(0, std) added to every colour channel, in 8-bit intensity units (0..255)."""
+        """pixel_noise_std: N(0, std) added to every colour channel, in 8-bit intensity units (0..255);
+        `seed` seeds that noise."""
         if camera not in CAMERAS:
             raise ValueError(f"unknown camera {camera!r}; choose one of {CAMERAS}")
         if width > world.config.image_width or height > world.config.image_height:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from monologue_domain.scene_spec import SceneSpec, make_spec
 
 from .camera import CAMERAS
+from .world import WorldConfig
 
 MAX_IMAGE_SIZE = (1920, 1080)  # px
 
@@ -30,6 +31,14 @@ class SimSettings:
     protective_stop_force: float  # N
     ground_truth_rate: float  # Hz
     joint_state_rate: float  # Hz
+
+    def world_config(self) -> WorldConfig:
+        """The physics world's configuration from these settings (the arm starts at WorldConfig's home_q)."""
+        return WorldConfig(
+            timestep=self.timestep, contact_force=self.contact_force, protective_stop_force=self.protective_stop_force,
+            place_noise_std=self.place_noise_std, image_width=self.image_width, image_height=self.image_height,
+            fovy_deg=self.fovy_deg, seed=self.seed,
+        )
 
 
 def settings_from_parameters(p: Mapping[str, object]) -> SimSettings:

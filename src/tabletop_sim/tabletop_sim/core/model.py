@@ -82,10 +82,10 @@ class ModelIndex:
 
 def build_model(
     layout: SceneLayout,
-    timestep: float = 0.002,
-    image_width: int = 640,
-    image_height: int = 480,
-    fovy_deg: float = 45.0,
+    timestep: float,
+    image_width: int,
+    image_height: int,
+    fovy_deg: float,
 ) -> tuple[mujoco.MjModel, ModelIndex]:
     """Compile the model of `layout` (objects at their sampled x, y, resting on the table)."""
     if not 0.0 < timestep <= 0.01:

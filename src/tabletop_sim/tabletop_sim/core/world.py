@@ -45,16 +45,17 @@ TABLE_Y = (-0.65, 0.65)  # m
 
 @dataclass(frozen=True)
 class WorldConfig:
-    """Physics and noise settings."""
+    """Physics and noise settings: the simulator node's parameters (defaults in config/robots/sim.yaml
+    only; config.SimSettings.world_config), and the arm's start pose."""
 
-    timestep: float = 0.002  # s, physics step
-    contact_force: float = 5.0  # N, a move until contact stops at this tool force
-    protective_stop_force: float = 150.0  # N, any other motion stops with a protective stop above this
-    place_noise_std: float = 0.0  # m, N(0, std) added to x and y of a block when suction releases it
-    image_width: int = 640  # px, largest image any camera renders from this world
-    image_height: int = 480  # px
-    fovy_deg: float = 45.0  # deg, vertical field of view of both cameras
-    seed: int = 0  # seeds the noise generators
+    timestep: float  # s, physics step
+    contact_force: float  # N, a move until contact stops at this tool force
+    protective_stop_force: float  # N, any other motion stops with a protective stop above this
+    place_noise_std: float  # m, N(0, std) added to x and y of a block when suction releases it
+    image_width: int  # px, largest image any camera renders from this world
+    image_height: int  # px
+    fovy_deg: float  # deg, vertical field of view of both cameras
+    seed: int  # seeds the noise generators
     home_q: tuple[float, ...] = HOME_Q  # rad, where the arm starts and returns to on reset
 
 
