@@ -39,7 +39,7 @@ from monologue_vision.images import decode_color, decode_depth
 from .core.detectors import GroundTruthObject, make_detector
 from .core.geometry import Intrinsics, in_view, transform_from_quaternion
 from .core.memory import ObjectMemory
-from .core.pipeline import STAGES, Frame, PerceptionPipeline, PipelineConfig
+from .core.pipeline import STAGES, Frame, PerceptionPipeline
 from .core.scene import SceneObject
 from .core.settings import PerceptionSettings
 from .core.tf_tree import ExtrapolationError, TransformError, TransformTree
@@ -70,9 +70,7 @@ class CameraSource:
         if TFMessage is None and self._static is None:
             raise ValueError("tf2_msgs is not importable and static_camera_pose is [0.0]: no camera pose")
         det = make_detector(p.detector, self._log)
-        self.pipeline = PerceptionPipeline(det, PipelineConfig(
-            min_score=p.detector.score_threshold, use_open3d=p.use_open3d, cloud_stride=p.cloud_stride),
-            logger=self._log)
+        self.pipeline = PerceptionPipeline(det, p.pipeline_config(), logger=self._log)
         self.memory = ObjectMemory(p.miss_updates_to_occlude)
         self.tf = TransformTree(cache_s=p.tf_cache, tolerance_s=p.tf_tolerance)
         self._lock = threading.Lock()

@@ -15,6 +15,7 @@ import logging  # noqa: E402
 import random  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from typing import cast  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -47,7 +48,7 @@ from .core.kinematics import HOME_Q, PARK_Q  # noqa: E402
 from .core.model import ARM_JOINTS, TCP_OFFSET  # noqa: E402
 from .core.motion import ArmError  # noqa: E402
 from .core.runner import SimRunner  # noqa: E402
-from .core.world import SimWorld, WorldConfig  # noqa: E402
+from .core.world import SimWorld  # noqa: E402
 
 BASE_FRAME = "base_link"
 WORLD_FRAME = "world"
@@ -60,45 +61,20 @@ TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-_RCLPY_PARAMETERS = ("use_sim_time", "start_type_description_service")
-
-
-class _ReadTracking(dict[str, object]):
-    """The parameter values, remembering which ones settings_from_parameters read (the rest are unused)."""
-
-    def __init__(self, values: dict[str, object]) -> None:
-        super().__init__(values)
-        self.read: set[str] = set()
-
-    def __getitem__(self, key: str) -> object:
-        self.read.add(key)
-        return super().__getitem__(key)
-
-
 class TabletopSimNode(Node):
     def __init__(self) -> None:
         super().__init__("tabletop_sim", **NODE_OPTIONS)
         # Parameters (and their defaults) come from the YAML files only: config/robots/sim.yaml. Integers
         # are fine where a float is expected (`-p camera.rate:=2`): settings_from_parameters checks them all.
-        raw = _ReadTracking(parameter_values(self))
-        try:
-            self.settings: SimSettings = settings_from_parameters(raw)
-        except KeyError as e:
-            raise ValueError(f"invalid tabletop_sim parameters:\n  {e.args[0]}: missing (set it in "
-                             f"config/robots/sim.yaml or with -p {e.args[0]}:=...)") from None
+        self.settings: SimSettings = settings_from_parameters(parameter_values(self))
         s = self.settings
-        # sim/reset without counts uses the configured ones (numbers, checked above)
-        self._counts = (int(cast(float, raw["sim.num_blocks"])), int(cast(float, raw["sim.num_bowls"])))
-        warn_unused(self, sorted(k for k in raw if k not in raw.read and k not in _RCLPY_PARAMETERS
-                                 and not k.startswith("llm.")))  # llm.*: config/llm/*.yaml's `/**` block
+        self._counts = (s.num_blocks, s.num_bowls)  # sim/reset without counts uses the configured ones
+        warn_unused(self, list(s.unused))  # llm.*: config/llm/*.yaml's `/**` block is not the simulator's
         self._start_q = PARK_Q if s.camera_mode == "overhead" else HOME_Q
 
         layout = layout_scene(s.spec, s.seed)
-        self.world = SimWorld(layout, WorldConfig(
-            timestep=s.timestep, contact_force=s.contact_force, protective_stop_force=s.protective_stop_force,
-            place_noise_std=s.place_noise_std, image_width=s.image_width, image_height=s.image_height,
-            fovy_deg=s.fovy_deg, seed=s.seed, home_q=self._start_q,
-        ), logging.getLogger("tabletop_sim.world"))
+        self.world = SimWorld(layout, replace(s.world_config(), home_q=self._start_q),
+                              logging.getLogger("tabletop_sim.world"))
         self.runner = SimRunner(self.world, s.real_time_factor, logging.getLogger("tabletop_sim.runner")).start()
         self.arm = ArmController(self.world, self.runner, logging.getLogger("tabletop_sim.arm"))
         self.get_logger().info(

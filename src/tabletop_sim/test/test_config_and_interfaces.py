@@ -50,7 +50,7 @@ def test_every_bad_parameter_is_reported_at_once() -> None:
         assert name in text
     with pytest.raises(ValueError, match="heavy block"):
         settings_from_parameters({**DEFAULTS, "sim.block_colors": ["red"], "sim.heavy_blocks": ["blue"]})
-    with pytest.raises(ValueError, match=r"sim.num_blocks must be in \[0, 4\]"):
+    with pytest.raises(ValueError, match=r"sim.num_blocks: must be in \[0, 4\]"):
         settings_from_parameters({**DEFAULTS, "sim.num_blocks": 5})
     with pytest.raises(ValueError, match="at most 4 blocks"):
         settings_from_parameters({**DEFAULTS, "sim.block_colors": ["red", "blue", "green", "pink", "cyan"]})
