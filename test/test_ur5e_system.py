@@ -222,11 +222,16 @@ def test_the_arm_and_its_wrist_camera_are_on_tf(probe: Probe) -> None:
     probe.wait_for("/tf and /tf_static", lambda: bool(probe.tf) and bool(probe.tf_static) and bool(probe.status))
     t = probe.tf[-1].transforms[0]
     assert (t.header.frame_id, t.child_frame_id) == ("base_link", "tool0")
+
+    def flange_over_tcp() -> bool:
+        """The newest /tf and the newest robot/status agree (they are sampled apart: wait for a resting arm)."""
+        p, tcp = probe.tf[-1].transforms[0].transform.translation, probe.status[-1].tcp_pose  # m
+        return all(abs(a - b) < 1e-3 for a, b in zip((p.x, p.y, p.z), (tcp[0], tcp[1], tcp[2] + 0.16)))
+
+    probe.wait_for("/tf's flange 0.16 m above robot/status's TCP", flange_over_tcp, timeout_s=10.0)
     tcp = probe.status[-1].tcp_pose  # m, rad
-    p = t.transform.translation
     # the arm rests with the tool pointing down: a half turn about a horizontal axis
     assert math.hypot(tcp[3], tcp[4], tcp[5]) == pytest.approx(math.pi, abs=1e-3) and abs(tcp[5]) < 1e-3
-    assert (p.x, p.y, p.z) == pytest.approx((tcp[0], tcp[1], tcp[2] + 0.16), abs=1e-3)
     s = probe.tf_static[-1].transforms[0]
     assert (s.header.frame_id, s.child_frame_id) == ("tool0", "camera_color_optical_frame")
     assert (s.transform.translation.y, s.transform.translation.z) == pytest.approx((-0.075, 0.035))
