@@ -153,6 +153,7 @@ class FaultKind(Enum):
     CONNECTION_LOST = "connection lost"
     COMMAND_FAILED = "command failed"  # the controller refused or did not finish a command
     TIMEOUT = "timeout"  # a motion did not finish within its time limit
+    LEASE_LOST = "lease lost"  # another client (e.g. Spot's tablet) took control of the robot
 
 
 class ArmError(Exception):

@@ -1,0 +1,324 @@
+"""SpotRobot (core/spot.py) on the real bosdyn-client against FakeSpot, a gRPC robot over TLS on localhost.
+
+Asserts the RPC sequence of connect / power / stand / sit / close, and every fault: lease taken by the tablet
+mid-motion, e-stop cut mid-motion, command feedback failure, a silent and a vanished robot (a clear error within
+the deadlines, never a hang), bad or missing credentials, and that the password never reaches the logs.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from bosdyn.api import basic_command_pb2, estop_pb2  # type: ignore[import-untyped, unused-ignore]
+
+from skills_node.core.arm import FaultKind, MotionInterrupted, MotionRefused, Refusal
+from skills_node.core.spot import (
+    PASSWORD_ENV,
+    USERNAME_ENV,
+    SpotCredentials,
+    SpotFault,
+    SpotFaultCause,
+    SpotRobot,
+    SpotSettings,
+)
+from skills_node.testing.fake_spot import FakeSpot, mobility_params
+
+LOG = logging.getLogger("test.spot")
+PASSWORD = "s3cret-Spot-passw0rd"  # must never appear in any log record or error
+RPC_TIMEOUT_S = 1.0
+
+
+def settings_for(fake: FakeSpot, **overrides: object) -> SpotSettings:
+    values: dict[str, object] = dict(
+        hostname="127.0.0.1", port=fake.port, client_name="monologue-test", ca_cert_path=str(fake.ca_cert_path),
+        rpc_timeout_s=RPC_TIMEOUT_S, connect_timeout_s=5.0, command_timeout_s=5.0, feedback_period_s=0.05,
+        take_lease=False, lease_check_period_s=0.2, estop_timeout_s=3.0, max_linear_velocity=0.5,
+        max_angular_velocity=0.8,
+    )
+    values.update(overrides)
+    return SpotSettings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSpot]:
+    with FakeSpot(username="operator", password=PASSWORD, motion_duration_s=0.2) as spot:
+        yield spot
+
+
+@pytest.fixture
+def creds() -> SpotCredentials:
+    return SpotCredentials.from_env({USERNAME_ENV: "operator", PASSWORD_ENV: PASSWORD})
+
+
+@pytest.fixture
+def spot(fake: FakeSpot, creds: SpotCredentials) -> Iterator[SpotRobot]:
+    robot = SpotRobot(settings_for(fake), creds, LOG)
+    robot.connect()
+    try:
+        yield robot
+    finally:
+        robot.close()
+
+
+@pytest.fixture
+def standing(spot: SpotRobot) -> SpotRobot:
+    spot.power_on()
+    spot.stand()
+    return spot
+
+
+def test_connect_power_stand_sit_close_call_sequence(fake: FakeSpot, creds: SpotCredentials) -> None:
+    robot = SpotRobot(settings_for(fake), creds, LOG)
+    robot.connect()
+    assert fake.calls[:3] == ["GetAuthToken", "ListServiceEntries", "TimeSyncUpdate"]
+    setup = [c for c in fake.calls if c not in ("TimeSyncUpdate", "EstopCheckIn", "RetainLease")]
+    assert setup == ["GetAuthToken", "ListServiceEntries", "GetEstopConfig", "SetEstopConfig",
+                     "RegisterEstopEndpoint", "AcquireLease"]
+    assert fake.lease_owner.startswith("monologue-test")
+    assert fake.endpoint_levels() == {"monologue-test": estop_pb2.ESTOP_LEVEL_NONE}
+    assert robot.status().describe() == "motors off, not standing, lease held"
+
+    n = len(fake.calls)
+    robot.power_on()
+    robot.stand()
+    assert fake.standing and fake.motors_on
+    status = robot.status()
+    assert status.ok and status.standing and status.powered and status.fault() is None
+    robot.sit()
+    robot.power_off()
+    assert (fake.motors_on, fake.standing) == (False, False)
+    motion = [c for c in fake.calls[n:] if c in ("PowerCommand", "RobotCommand")]
+    assert motion == ["PowerCommand", "RobotCommand", "RobotCommand", "PowerCommand"]
+    assert [kind for kind, _ in fake.commands()] == ["stand", "sit"]
+
+    robot.close()
+    assert fake.calls[-1] == "ReturnLease"
+    assert fake.lease_owner == ""
+    robot.close()  # twice is fine
+
+
+def test_power_off_while_standing_sits_first(standing: SpotRobot, fake: FakeSpot) -> None:
+    standing.power_off()
+    assert [kind for kind, _ in fake.commands()] == ["stand", "sit"]
+    assert not fake.motors_on
+
+
+def test_move_sends_velocity_with_limits_and_finishes(standing: SpotRobot, fake: FakeSpot) -> None:
+    standing.move(0.3, 0.0, 0.2, duration_s=0.3)
+    kind, request = fake.commands()[-1]
+    assert kind == "velocity"
+    vel = request.command.synchronized_command.mobility_command.se2_velocity_request.velocity
+    assert (vel.linear.x, vel.linear.y) == pytest.approx((0.3, 0.0)) and vel.angular == pytest.approx(0.2)
+    params = mobility_params(request)
+    assert params.vel_limit.max_vel.linear.x == pytest.approx(0.5)
+    assert params.vel_limit.max_vel.angular == pytest.approx(0.8)
+
+
+def test_go_to_sends_body_frame_trajectory(standing: SpotRobot, fake: FakeSpot) -> None:
+    standing.go_to(1.0, 0.5, 0.3, timeout_s=3.0)
+    kind, request = fake.commands()[-1]
+    assert kind == "trajectory"
+    traj = request.command.synchronized_command.mobility_command.se2_trajectory_request
+    assert traj.se2_frame_name == "flat_body"
+    goal = traj.trajectory.points[0].pose
+    assert (goal.position.x, goal.position.y, goal.angle) == pytest.approx((1.0, 0.5, 0.3))
+    assert mobility_params(request).vel_limit.max_vel.linear.y == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("velocity", [(0.6, 0.0, 0.0), (0.0, -0.7, 0.0), (0.0, 0.0, 1.0)])
+def test_velocity_over_limit_is_refused_before_sending(standing: SpotRobot, fake: FakeSpot,
+                                                       velocity: tuple[float, float, float]) -> None:
+    before = len(fake.commands())
+    with pytest.raises(MotionRefused) as err:
+        standing.move(*velocity, duration_s=1.0)
+    assert err.value.refusal == Refusal.SPEED
+    assert len(fake.commands()) == before
+
+
+def test_lease_taken_by_tablet_mid_motion_is_a_fault(fake: FakeSpot, creds: SpotCredentials) -> None:
+    faults: list[SpotFault] = []  # on_fault: the node's hook for robot/status
+    with SpotRobot(settings_for(fake), creds, LOG, on_fault=faults.append) as standing:
+        standing.power_on()
+        standing.stand()
+        _lease_taken_mid_motion(standing, fake, faults)
+    assert fake.lease_owner == "tablet"  # close() must not disturb the tablet's lease
+
+
+def _lease_taken_mid_motion(standing: SpotRobot, fake: FakeSpot, faults: list[SpotFault]) -> None:
+    fake.when("RobotCommandFeedback", lambda: fake.take_lease_as("tablet"), after=3)
+    t0 = time.monotonic()
+    with pytest.raises(SpotFault) as err:
+        standing.move(0.2, 0.0, 0.0, duration_s=3.0)
+    assert time.monotonic() - t0 < 2.0
+    assert err.value.cause == SpotFaultCause.LEASE_LOST
+    assert err.value.kind == FaultKind.LEASE_LOST
+    assert "lease" in str(err.value)
+    assert standing.lease_lost
+    assert [f.cause for f in faults] == [SpotFaultCause.LEASE_LOST]
+    status = standing.status()
+    assert not status.lease_held and not status.ok and status.fault() == FaultKind.LEASE_LOST
+    with pytest.raises(SpotFault) as again:  # no further commands with a lost lease
+        standing.stand()
+    assert again.value.cause == SpotFaultCause.LEASE_LOST
+
+
+def test_lease_held_by_tablet_at_connect(fake: FakeSpot, creds: SpotCredentials) -> None:
+    fake.take_lease_as("tablet")
+    robot = SpotRobot(settings_for(fake), creds, LOG)
+    with pytest.raises(SpotFault) as err:
+        robot.connect()
+    assert err.value.cause == SpotFaultCause.LEASE_LOST
+    assert "take_lease" in str(err.value)
+    assert not robot.connected
+    # take_lease: configured takeover
+    with SpotRobot(settings_for(fake, take_lease=True), creds, LOG) as taker:
+        assert fake.lease_owner.startswith("monologue-test")
+        assert taker.status().lease_held
+    assert "TakeLease" in fake.calls
+    assert fake.lease_owner == ""
+
+
+def test_estop_cut_mid_motion_refuses_commands(standing: SpotRobot, fake: FakeSpot) -> None:
+    fake.when("RobotCommandFeedback", standing.estop_cut, after=3)
+    with pytest.raises(SpotFault) as err:
+        standing.move(0.2, 0.0, 0.0, duration_s=3.0)
+    assert err.value.cause == SpotFaultCause.ESTOP
+    assert err.value.kind == FaultKind.EMERGENCY_STOP
+    assert not fake.motors_on
+    assert fake.endpoint_levels() == {"monologue-test": estop_pb2.ESTOP_LEVEL_CUT}
+    status = standing.status()
+    assert status.estopped and not status.powered and status.fault() == FaultKind.EMERGENCY_STOP
+    assert "e-stopped (software_estop)" in status.describe()
+    with pytest.raises(SpotFault) as power:
+        standing.power_on()
+    assert power.value.cause == SpotFaultCause.ESTOP
+    with pytest.raises(SpotFault) as stand:
+        standing.stand()
+    assert stand.value.cause == SpotFaultCause.NOT_POWERED
+    # settle is the same endpoint at another level; release lets us power on again
+    standing.estop_release()
+    standing.power_on()
+    standing.stand()
+    standing.estop_settle()
+    assert fake.endpoint_levels() == {"monologue-test": estop_pb2.ESTOP_LEVEL_SETTLE_THEN_CUT}
+    assert not fake.motors_on
+
+
+def test_hardware_estop_shows_in_status(standing: SpotRobot, fake: FakeSpot) -> None:
+    fake.press_estop()
+    status = standing.status()
+    assert status.estopped and status.estop_detail == "hardware_estop"
+    assert status.fault() == FaultKind.EMERGENCY_STOP
+
+
+def test_command_feedback_failure_is_a_clear_error(standing: SpotRobot, fake: FakeSpot) -> None:
+    fake.fail_next_command(basic_command_pb2.RobotCommandFeedbackStatus.STATUS_COMMAND_TIMED_OUT)
+    with pytest.raises(SpotFault) as err:
+        standing.go_to(2.0, 0.0, 0.0, timeout_s=3.0)
+    assert err.value.cause == SpotFaultCause.BEHAVIOR_FAULT
+    assert "go to failed (STATUS_COMMAND_TIMED_OUT)" in str(err.value)
+    assert "CAUSE_COMMAND_FAILURE" in str(err.value)
+    assert standing.status().fault() == FaultKind.SAFETY_STOP
+    with pytest.raises(SpotFault) as refused:  # the robot refuses commands until the fault is cleared
+        standing.stand()
+    assert refused.value.cause == SpotFaultCause.BEHAVIOR_FAULT
+    assert standing.clear_behavior_faults() == 1
+    assert standing.status().ok
+    standing.go_to(0.5, 0.0, 0.0, timeout_s=3.0)
+
+
+def test_cancel_stops_the_motion(standing: SpotRobot, fake: FakeSpot) -> None:
+    cancel = threading.Event()
+    fake.when("RobotCommandFeedback", cancel.set, after=2)
+    with pytest.raises(MotionInterrupted):
+        standing.move(0.2, 0.0, 0.0, duration_s=3.0, cancel=cancel)
+    assert fake.commands()[-1][0] == "stop"
+
+
+def test_silent_robot_gives_connection_lost_within_the_deadline(standing: SpotRobot, fake: FakeSpot) -> None:
+    fake.go_silent()
+    t0 = time.monotonic()
+    with pytest.raises(SpotFault) as err:
+        standing.stand()
+    elapsed = time.monotonic() - t0
+    assert err.value.cause == SpotFaultCause.CONNECTION_LOST
+    assert err.value.kind == FaultKind.CONNECTION_LOST
+    assert "TimedOutError" in str(err.value)
+    assert elapsed < RPC_TIMEOUT_S + 2.0
+    status = standing.status()
+    assert not status.connected and status.fault() == FaultKind.CONNECTION_LOST
+    t0 = time.monotonic()
+    standing.close()  # bounded too: no RPC may wait for the silent robot longer than its deadline
+    assert time.monotonic() - t0 < 6 * RPC_TIMEOUT_S + 2.0
+    fake.resume()
+
+
+def test_robot_going_away_mid_motion_is_connection_lost(standing: SpotRobot, fake: FakeSpot) -> None:
+    gone = threading.Thread(target=fake.stop)  # the server cannot wait for its own handler to finish
+    fake.when("RobotCommandFeedback", gone.start, after=3)
+    t0 = time.monotonic()
+    with pytest.raises(SpotFault) as err:
+        standing.move(0.2, 0.0, 0.0, duration_s=5.0)
+    gone.join(timeout=10.0)
+    assert err.value.cause == SpotFaultCause.CONNECTION_LOST
+    assert time.monotonic() - t0 < 3.0 + RPC_TIMEOUT_S
+
+
+def test_no_robot_at_connect(creds: SpotCredentials) -> None:
+    with FakeSpot() as gone:
+        cfg = settings_for(gone)
+    robot = SpotRobot(cfg, creds, LOG)  # the port is closed now
+    t0 = time.monotonic()
+    with pytest.raises(SpotFault) as err:
+        robot.connect()
+    assert err.value.cause == SpotFaultCause.CONNECTION_LOST
+    assert time.monotonic() - t0 < RPC_TIMEOUT_S + 3.0
+    assert not robot.connected
+
+
+def test_wrong_password_is_auth_error_without_the_password(fake: FakeSpot) -> None:
+    wrong = SpotCredentials.from_env({USERNAME_ENV: "operator", PASSWORD_ENV: "wrong-" + PASSWORD})
+    with pytest.raises(SpotFault) as err:
+        SpotRobot(settings_for(fake), wrong, LOG).connect()
+    assert err.value.cause == SpotFaultCause.AUTH
+    assert PASSWORD not in str(err.value) and PASSWORD not in repr(err.value.__cause__)
+    assert fake.lease_owner == ""  # nothing was acquired
+
+
+def test_missing_credentials_name_the_variables() -> None:
+    with pytest.raises(SpotFault) as err:
+        SpotCredentials.from_env({USERNAME_ENV: "operator"})
+    assert PASSWORD_ENV in str(err.value) and err.value.cause == SpotFaultCause.AUTH
+    creds = SpotCredentials.from_env({USERNAME_ENV: "operator", PASSWORD_ENV: PASSWORD})
+    assert PASSWORD not in repr(creds) and PASSWORD not in str(creds)
+
+
+def test_password_never_in_logs(fake: FakeSpot, creds: SpotCredentials, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)  # root: our logger, bosdyn's and grpc's
+    with SpotRobot(settings_for(fake), creds, LOG) as robot:
+        robot.power_on()
+        robot.stand()
+        robot.sit()
+    wrong = SpotCredentials("operator", "wrong-" + PASSWORD)
+    with pytest.raises(SpotFault):
+        SpotRobot(settings_for(fake), wrong, LOG).connect()
+    assert caplog.records, "nothing was logged: the capture is not working"
+    assert any("connecting to Spot" in r.getMessage() for r in caplog.records)
+    for record in caplog.records:
+        assert PASSWORD not in record.getMessage()
+        assert PASSWORD not in str(record.args)
+        assert PASSWORD not in (record.exc_text or "")
+
+
+def test_settings_are_validated(fake: FakeSpot) -> None:
+    base = settings_for(fake)
+    with pytest.raises(ValueError, match="rpc_timeout_s"):
+        replace(base, rpc_timeout_s=0.0)
+    with pytest.raises(ValueError, match="port"):
+        replace(base, port=0)
+    with pytest.raises(ValueError, match="hostname"):
+        replace(base, hostname="")
