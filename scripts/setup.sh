@@ -223,6 +223,18 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 else
   die "the system library libusb-1.0 is missing (open3d needs it): sudo apt-get install libusb-1.0-0"
 fi
+# The fake Spot of the tests serves TLS with a certificate made by the openssl command at test time.
+phase_begin "openssl command"
+if command -v openssl >/dev/null 2>&1; then
+  phase_end "(present)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y --no-install-recommends openssl >/dev/null 2>&1 ||
+    { apt-get update -qq && apt-get install -y --no-install-recommends openssl >/dev/null; } ||
+    die "could not apt-get install openssl (the fake Spot's test certificate needs it)"
+  phase_end "(installed openssl with apt-get)"
+else
+  die "the openssl command is missing (the fake Spot's test certificate needs it): sudo apt-get install openssl"
+fi
 
 # ------------------------------------------------------------------- pip ----
 # Hide the noise of this machine's pip config (file:// indexes without the
