@@ -132,7 +132,7 @@ def test_a_new_robot_is_one_module_plus_config(tmp_path: Path, monkeypatch: pyte
     (cfg / "robots" / "toy.yaml").write_text(TOY_PARAMS)
 
     # the bring-up: a robot:= choice with its own node first, the table's parameters for the others
-    assert robots(cfg) == ("sim", "sim_kinematic", "ur5e", "toy") and "toy" not in robots()
+    assert robots(cfg) == (*robots(), "toy") and "toy" not in robots()
     assert [s.name for s in graph_for("toy", config_dir=cfg)] == ["toy_driver", *[s.name for s in select(LIVE)]]
     assert graph_for("toy", REPLAY, config_dir=cfg) == select(REPLAY)
     assert robot_params("toy", cfg)["skills"] == {"backend": "toy_robots.toy_arm"}

@@ -22,6 +22,7 @@ from monologue_bringup.graph import (
     params_files,
     parse_launch_args,
     record_params,
+    robot_entry,
     robot_params,
     robots,
     ros_args,
@@ -54,8 +55,9 @@ def test_graph_has_the_nodes() -> None:
 def test_the_robot_table_decides_backend_camera_perception_and_success() -> None:
     """One vocabulary: a robot name; its entry names the skills plug-in, camera, perception source and
     success strategy, and the graph passes them to the nodes (after the parameter files)."""
-    assert ROBOTS == robots() == ("sim", "sim_kinematic", "ur5e")
-    assert simulated_robots() == ("sim", "sim_kinematic")
+    assert ROBOTS == robots() == ("sim", "sim_kinematic", "ur5e", "sim_kitchen")
+    assert simulated_robots() == ("sim", "sim_kinematic", "sim_kitchen")
+    assert robot_entry("sim_kitchen").world == "kitchen" and robot_entry("ur5e").world == "tabletop"
     assert robot_params("ur5e") == {"skills": {"backend": "ur5e"}, "perception": {"source": "camera"},
                                     "success_detector": {"strategy": "tabletop"}}
     assert robot_params("sim")["skills"] == {"backend": "sim"}

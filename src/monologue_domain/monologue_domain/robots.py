@@ -19,6 +19,7 @@ from monologue_common.core.settings import parameters_from_files
 
 TABLE_FILE = "robots.yaml"
 PERCEPTION_SOURCES = ("oracle", "camera")  # perception_node `source`
+WORLDS = ("tabletop", "kitchen")  # kinds of world a robot acts in (what the benchmark suites need)
 SKILLS_NODE = "skills"  # the skills node's name in the graph (a scene node may be the skills node itself)
 
 
@@ -44,6 +45,7 @@ class Robot:
     nodes: tuple[RobotNode, ...] = ()
     camera: str = ""  # the node publishing camera/* ("" = no camera)
     scene_node: str = ""  # the node whose sim.* parameters set a simulated scene ("" = a real robot)
+    world: str = ""  # the kind of world it acts in: tabletop (IM Table 1 tasks) | kitchen (SayCan, IM §4.3)
 
     @property
     def simulated(self) -> bool:
@@ -84,7 +86,7 @@ def parse_robots(data: object, source: str = TABLE_FILE) -> dict[str, Robot]:
             errors.append(f"{where}: must be a mapping")
             continue
         unknown = set(entry) - {"description", "skills_backend", "perception", "success", "nodes", "camera",
-                                "scene_node"}
+                                "scene_node", "world"}
         if unknown:
             errors.append(f"{where}: unknown keys {sorted(unknown)}")
         nodes: list[RobotNode] = []
@@ -106,7 +108,8 @@ def parse_robots(data: object, source: str = TABLE_FILE) -> dict[str, Robot]:
             skills_backend=_text(entry, "skills_backend", where, errors),
             perception=_text(entry, "perception", where, errors), success=_text(entry, "success", where, errors),
             nodes=tuple(nodes), camera=_text(entry, "camera", where, errors, required=False),
-            scene_node=_text(entry, "scene_node", where, errors, required=False))
+            scene_node=_text(entry, "scene_node", where, errors, required=False),
+            world=_text(entry, "world", where, errors, required=False))
         own = {n.name for n in nodes}
         if len(own) != len(nodes):
             errors.append(f"{where}.nodes: duplicate node names")
@@ -114,6 +117,8 @@ def parse_robots(data: object, source: str = TABLE_FILE) -> dict[str, Robot]:
             errors.append(f"{where}.perception: must be one of {list(PERCEPTION_SOURCES)}, got {robot.perception!r}")
         if robot.camera and robot.camera not in own:
             errors.append(f"{where}.camera: {robot.camera!r} is not one of its nodes {sorted(own)}")
+        if robot.world and robot.world not in WORLDS:
+            errors.append(f"{where}.world: must be one of {list(WORLDS)}, got {robot.world!r}")
         if robot.perception == "camera" and not robot.camera:
             errors.append(f"{where}: perception from the camera needs a camera node")
         if robot.scene_node and robot.scene_node not in own | {SKILLS_NODE}:

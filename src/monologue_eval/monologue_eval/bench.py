@@ -71,6 +71,11 @@ SIMULATOR_FIGURES_TIMEOUT_S = 300.0  # s for the MuJoCo timing process
 SIMULATOR_FIGURES_CMD = (sys.executable, "-m", "monologue_eval.benchmarks.bench_sim", "--summary")
 
 
+def tabletop_robots() -> tuple[str, ...]:
+    """The simulated robots in a tabletop world: the IM Table 1 suite's choices."""
+    return tuple(r for r in simulated_robots() if robot_entry(r).world == "tabletop")
+
+
 class BenchmarkAborted(RuntimeError):
     """An error that retrying cannot fix (the planner refused the goal, no usable scene)."""
 
@@ -412,7 +417,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="monologue-bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llm", choices=("embedded", "openai"), default="embedded")
-    ap.add_argument("--robot", choices=simulated_robots(), default="sim",
+    ap.add_argument("--robot", choices=tabletop_robots(), default="sim",
                     help="sim (default: the MuJoCo simulator) or sim_kinematic (the in-process kinematic tabletop)")
     ap.add_argument("--seed", type=int, default=0, help="base seed of the scenes (default 0)")
     ap.add_argument("--episodes", type=int, default=DEFAULT_EPISODES,

@@ -266,7 +266,7 @@ class LlmJudgeDetector:
         return Verdict(word == "yes", self.confidence, f"LLM judge answered {word} (generated)", self.name)
 
 
-STRATEGIES = ("sim_geometric", "tabletop", "clip", "llm_judge")
+STRATEGIES = ("sim_geometric", "tabletop", "clip", "llm_judge", "kitchen")
 
 
 def _param(params: Mapping[str, float], key: str, strategy: str) -> float:
@@ -293,4 +293,8 @@ def make_detector(strategy: str, params: Mapping[str, float], scorer: ImageTextS
         if llm is None:
             raise ValueError("strategy 'llm_judge' needs an LLM backend")
         return LlmJudgeDetector(llm)
+    if strategy == "kitchen":
+        from .kitchen import KitchenDetector  # the symbolic kitchen's rules (monologue_domain.kitchen.judge)
+
+        return KitchenDetector()
     raise ValueError(f"unknown success detector strategy {strategy!r}; known: {list(STRATEGIES)}")
