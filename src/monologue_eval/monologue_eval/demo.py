@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from monologue_bringup.graph import parse_launch_args, scene_node
+from monologue_bringup.graph import parse_launch_args, robot_entry, scene_node
 from monologue_bringup.up import Supervisor, parse_node_params, record_dir_error
 
 from .client import planner_available, run_episode, world_states
@@ -173,6 +173,9 @@ def run_own_graph(args: DemoArgs) -> int:
         return 2
     try:
         scene = scene_node(values["robot"])
+        if robot_entry(values["robot"]).world != "tabletop":
+            raise ValueError(f"robot {values['robot']!r} is not a tabletop world; the demo's scene and check are "
+                             "blocks and bowls (kitchen: test/test_kitchen_system.py, monologue-bench --suite)")
     except ValueError as e:
         print(f"monologue-demo: {e}", file=sys.stderr)
         return 2
