@@ -1,32 +1,22 @@
 """A SayCan kitchen episode through the real graph: the `sim_kitchen` skills backend (symbolic world
-with preconditions), oracle perception, the planner with SayCan's scoring x affordance and the
+with preconditions), oracle perception, the kitchen success rule, the planner and the
 embedded LLM (Gemma 3 270M via llama.cpp), as separate processes over DDS."""
 from __future__ import annotations
 
-import shutil
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from monologue_domain.kitchen.scene import state_from_scene
+from monologue_domain.transcript import EventKind
 from monologue_eval.demo import run_episode, world_states
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-# The robot-table entry, used (in a copy of config/) until config/robots.yaml carries it.
-ENTRY = {
-    "description": "symbolic SayCan kitchen with preconditions inside the skills node, oracle perception",
-    "skills_backend": "sim_kitchen",
-    "perception": "oracle",
-    "success": "llm_judge",
-    "scene_node": "skills",
-}
-
-
 class _Log:
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -38,17 +28,6 @@ class _Log:
         return "\n".join(self.lines)
 
 
-def _config_dir(tmp: Path) -> Path:
-    table = yaml.safe_load((REPO / "config" / "robots.yaml").read_text())
-    if "sim_kitchen" in table["robots"]:
-        return REPO / "config"
-    config = tmp / "config"
-    shutil.copytree(REPO / "config", config)
-    table["robots"]["sim_kitchen"] = ENTRY
-    (config / "robots.yaml").write_text(yaml.safe_dump(table, sort_keys=False))
-    return config
-
-
 @pytest.fixture(scope="module")
 def kitchen_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, object]]:
     from monologue_bringup.up import Supervisor
@@ -57,12 +36,11 @@ def kitchen_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> 
     log = _Log()
     sup = Supervisor(
         "sim_kitchen", "embedded",
-        config_dir=_config_dir(tmp),
+        config_dir=REPO / "config",
         node_params={
             "skills": {"kitchen.objects": "[coke@far counter, apple@table, sponge@close counter]",
                        "kitchen.robot_location": "far counter", "kitchen.seed": "1",
                        "kitchen.skill_duration": "0.05"},
-            "success_detector": {"strategy": "sim_geometric"},  # no Success feedback here: no second LLM
             "planner": {"transcript_dir": str(tmp / "transcripts")},
         },
         sink=log,
@@ -115,18 +93,22 @@ def _call_skills(skill: str, args: list[str]) -> tuple[Any, Any]:
 
 
 def test_pick_up_the_coke_then_a_precondition_error(kitchen_graph) -> None:  # type: ignore[no-untyped-def]
-    """IM's kitchen prompt (Listing 3) with Inner Monologue scoring; no affordances, so the LLM alone
+    """IM's kitchen prompt (Listing 3) with Inner Monologue scoring and Success feedback from the kitchen
+    success rule; no affordances, so the LLM alone
     chooses (the 270M model cannot beat SayCan's fixed 0.1 affordance of "done" against skills
     the oracle affords with 1.0). Then a skill whose precondition fails, sent directly."""
     sup, log = kitchen_graph
     result, objects = run_episode("pick up the coke", timeout_s=300.0, print_event=lambda _e: None,
                                   goal_options={"strategy": "inner_monologue", "prompt_profile": "im_kitchen",
-                                                "success_feedback": 2, "object_feedback": 2,
+                                                "success_feedback": 1, "object_feedback": 2,
                                                 "use_affordances": 2, "max_steps": 6})
     lines = [e.text for e in result.transcript]
     text = "\n".join(lines)
     assert result.success, f"{result.reason}\n{text}\n{log.text()[-4000:]}"
-    assert lines[:3] == ["Human: pick up the coke", "pick up the coke", "done."], text
+    assert lines[:4] == ["Human: pick up the coke", "pick up the coke", "", "done."], text
+    # the kitchen success rule judged the pick (IM Listing 3 tags only failures: "[success: no]")
+    success = json.loads(result.transcript[2].data_json)
+    assert result.transcript[2].kind == EventKind.SUCCESS and success["success"] is True, success
     state = state_from_scene(world_states(objects))
     assert state.holding == "coke" and state.robot_location == "far counter", state
     assert state.location_of("apple") == "table" and state.location_of("sponge") == "close counter"
