@@ -1,13 +1,16 @@
-"""`monologue-bench`: IM Table 1 (IM §4.1) through the real node graph.
+"""`monologue-bench`: IM Table 1 (IM §4.1) through the real node graph; with `--suite saycan | im_kitchen`
+SC Table 2 / IM Table 3 on the symbolic kitchen (kitchen_bench.py).
 
 Runs N episodes per task family x planner variant, each on a scene sampled for that episode, and
 scores each with the task's ground-truth reward on the final `sim/ground_truth` state. Writes
 `<out>/episodes.jsonl` as it goes (a rerun with the same --out continues where a run stopped), then
 `results.json`, `table.md` and `chart.png`.
 
-    monologue-bench [--llm embedded|openai] [--seed N] [--episodes N | --full] [--tasks all|seen|unseen|a,b]
+    monologue-bench [--suite table1|saycan|im_kitchen]
+                    [--llm embedded|openai] [--seed N] [--episodes N | --full] [--tasks all|seen|unseen|a,b]
                     [--variants all|a,b] [--out DIR] [--strategy scoring|generative] [--affordances on|off]
                     [--place-noise M] [--max-steps K] [--timeout S] [--robot sim|sim_kinematic]
+                    [--families all|a,b] [--instructions N] [--conditions all|none|disturbances]  (kitchen)
 
 The planner, perception and success detector stay up for the whole run; the node(s) holding the
 scene (see `scene_overrides`) are restarted for every episode, because that is how a fresh scene is
@@ -25,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +58,7 @@ from .core.benchmark import (
     split_wall_time,
     summarize,
 )
+from .core.kitchen_bench import IM_SUITE_VARIANTS, KITCHEN_SUITES, SAYCAN_SUITE_VARIANTS
 from .core.report import markdown_table, report_markdown, results_json, settings_text, write_chart, write_json
 
 if TYPE_CHECKING:  # annotations only (mypy sees generated messages as Any: rosidl ships no type information)
@@ -65,6 +69,7 @@ LOG = logging.getLogger("monologue_bench")
 DEFAULT_EPISODES = 1  # per cell; 8 tasks x 3 variants ~ 10 min with the embedded model on 2 cores
 SCENE_ATTEMPTS = 5  # redraws when a sampled scene already satisfies its task
 TITLES = {k: (f.title, f.split) for k, f in FAMILIES.items()}
+SUITES = ("table1", *KITCHEN_SUITES)  # --suite choices
 SIMULATOR_FIGURES_TIMEOUT_S = 300.0  # s for the MuJoCo timing process
 # The simulator's speed is measured by the simulator benchmark in a process of its own: the bench talks
 # to the graph and never imports a node package's internals.
@@ -235,14 +240,21 @@ class SceneProbe:
                 raise InfrastructureError(f"the planner's execute_instruction did not appear in {timeout_s:.0f} s")
             self.executor.spin_once(timeout_sec=0.2)
 
-    def wait_scene(self, names: set[str], since: float, timeout_s: float) -> list[SceneObject]:
+    def wait_scene(self, names: set[str], since: float, timeout_s: float,
+                   names_of: Callable[[Sequence[SceneObject]], set[str]] | None = None) -> list[SceneObject]:
         """Objects of the first ground truth stamped after `since` (s, epoch) with exactly `names`
-        (blocks and bowls), once perception describes the same scene."""
+        (`names_of(objects)`; default: every object but the locations, i.e. blocks and bowls), once
+        perception describes the same scene."""
         deadline = time.monotonic() + timeout_s
+
+        def object_names(objects: Sequence[SceneObject]) -> set[str]:
+            return {o.name for o in objects if o.category != "location"}
+
+        name_set = names_of or object_names
 
         def fresh(msg: SceneDescription) -> bool:
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-            return stamp >= since and {o.name for o in msg.objects if o.category != "location"} == names
+            return stamp >= since and name_set(msg.objects) == names
 
         while self.latest is None or not fresh(self.latest):
             if time.monotonic() > deadline:
@@ -416,15 +428,26 @@ def _parse_list(text: str, known: Sequence[str], groups: Mapping[str, Sequence[s
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="monologue-bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", choices=SUITES, default="table1",
+                    help="table1: IM Table 1 on the tabletop (default); saycan: SayCan's 101 instructions "
+                         "(SC Table 2); im_kitchen: IM Table 3. The kitchen suites run on robot sim_kitchen")
     ap.add_argument("--llm", choices=("embedded", "openai"), default="embedded")
     ap.add_argument("--robot", choices=tabletop_robots(), default="sim",
-                    help="sim (default: the MuJoCo simulator) or sim_kinematic (the in-process kinematic tabletop)")
+                    help="table1: sim (default: the MuJoCo simulator) or sim_kinematic (the in-process "
+                         "kinematic tabletop)")
     ap.add_argument("--seed", type=int, default=0, help="base seed of the scenes (default 0)")
     ap.add_argument("--episodes", type=int, default=DEFAULT_EPISODES,
                     help=f"episodes per task and variant (default {DEFAULT_EPISODES})")
     ap.add_argument("--full", action="store_true", help=f"the paper's protocol: {PAPER_EPISODES} episodes per cell")
-    ap.add_argument("--tasks", default="all", help=f"all, seen, unseen, or a comma list of {list(FAMILIES)}")
-    ap.add_argument("--variants", default="all", help=f"all or a comma list of {list(VARIANTS)}")
+    ap.add_argument("--tasks", default="all", help=f"table1: all, seen, unseen, or a comma list of {list(FAMILIES)}")
+    ap.add_argument("--variants", default="all",
+                    help=f"all or a comma list of: table1 {list(VARIANTS)}; saycan {list(SAYCAN_SUITE_VARIANTS)}; "
+                         f"im_kitchen {list(IM_SUITE_VARIANTS)}")
+    ap.add_argument("--families", default="all", help="kitchen suites: all or a comma list of the suite's families")
+    ap.add_argument("--instructions", type=int, default=None,
+                    help="kitchen suites: only the first N instructions of each family (default: all)")
+    ap.add_argument("--conditions", default="all",
+                    help="im_kitchen: all, none or disturbances (IM §4.3; saycan: none only)")
     ap.add_argument("--out", type=Path, default=None,
                     help="output directory; rerunning with the same one resumes (default runs/bench/<llm>-<strategy>"
                          "-seed<seed>)")
@@ -442,6 +465,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = parse_args(sys.argv[1:] if argv is None else argv)
+    if ns.suite != "table1":
+        from .kitchen_bench import main as kitchen_main
+
+        return kitchen_main(ns)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         tasks = _parse_list(ns.tasks, list(FAMILIES), {

@@ -98,8 +98,8 @@ def test_another_robots_block_is_reported_unused() -> None:
 
 def test_unknown_backend_names_the_available_ones() -> None:
     assert {"kinematic", "sim", "ur5e"} <= set(available())
-    with pytest.raises(ValueError, match=r"no skills backend 'spot'.*available: \[.*'kinematic'"):
-        settings_from_parameters({**skills_params("sim_kinematic"), "backend": "spot"})
+    with pytest.raises(ValueError, match=r"no skills backend 'no_such_backend'.*available: \[.*'kinematic'"):
+        settings_from_parameters({**skills_params("sim_kinematic"), "backend": "no_such_backend"})
     with pytest.raises(ValueError, match="backend: missing"):
         settings_from_parameters({k: v for k, v in skills_params("sim_kinematic").items() if k != "backend"})
 

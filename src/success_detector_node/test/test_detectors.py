@@ -48,3 +48,12 @@ def test_unknown_skill_and_strategy() -> None:
         make_detector("magic", {})
     with pytest.raises(ValueError):
         SimGeometricDetector(0.0)
+
+
+def test_skill_result_says_that_nothing_checked_the_skill() -> None:
+    from success_detector_node.core.detectors import make_detector
+
+    d = make_detector("skill_result", {})
+    v = d.detect("go_to", ["table"], {})
+    assert v.success and v.confidence == 0.5 and v.detector == "skill_result"
+    assert v.explanation == "go_to(table): the skill reported success; nothing checked it"

@@ -4,13 +4,14 @@ Skills (GetAffordances names; texts in config/prompts/saycan.yaml and im_kitchen
 ("go to the <location>"), `stand()`, `sit()`; `done` is the planner's. A skill runs only if it is in
 `spot.skills` (the allow-list).
 
-`go_to` walks to a named location of `spot.location_names` (`spot.location_poses`: x, y m, yaw rad, in the frame of the start pose:
-where Spot stands when the node starts, at `spot.start_location`). A name that is not configured is refused
-(INVALID_ARGUMENTS) and so is a location outside the rectangular geofence `spot.geofence_min/max`
-(OUT_OF_LIMITS), before anything moves. Spot has no map here: the backend keeps the pose it last reached
-(dead reckoning on the configured poses) and sends the difference as a body-frame SE2 trajectory
-(`SpotRobot.go_to`). After a go_to that did not finish the pose is unknown and `go_to` is refused until the
-node restarts at the start location (GraphNav localisation is issue 13's next step). `go_to` stands first
+`go_to` walks to a named location of `spot.location_names` (`spot.location_poses`: x, y m, yaw rad,
+in the frame of the start pose: where Spot stands when the node starts, at `spot.start_location`).
+A name that is not configured is refused (INVALID_ARGUMENTS), and so is a location outside the
+rectangular geofence `spot.geofence_min/max` (OUT_OF_LIMITS), before anything moves. Spot has no map
+here: the backend keeps the pose it last reached (dead reckoning on the configured poses) and sends the
+difference as a body-frame SE2 trajectory (`SpotRobot.go_to`). After a go_to that did not finish, the
+pose is unknown and `go_to` is refused until the node restarts at the start location (GraphNav
+localisation is issue 13's next step). `go_to` stands first
 (and powers on) when Spot is sitting; `stand` powers on when the motors are off.
 
 Affordances: 0 for every skill when Spot cannot move (not connected, e-stopped, behaviour fault, lease not
@@ -250,7 +251,8 @@ class SpotSkillBackend:
             return result(SkillError.UNKNOWN_SKILL, f"unknown or not allowed skill {skill!r}; "
                           f"allowed: {list(self.skill_names())}")
         if len(args) != SKILL_ARGS[skill]:
-            return result(SkillError.INVALID_ARGUMENTS, f"{skill} takes {SKILL_ARGS[skill]} arguments, got {list(args)}")
+            return result(SkillError.INVALID_ARGUMENTS,
+                          f"{skill} takes {SKILL_ARGS[skill]} arguments, got {list(args)}")
         target: Pose2 | None = None
         if skill == "go_to":
             name = args[0]

@@ -45,6 +45,20 @@ class SuccessDetector(Protocol):
                context: Context | None = None) -> Verdict: ...
 
 
+class SkillResultDetector:
+    """For robots with no sensor path to check a skill yet (e.g. Spot's navigation before its cameras are
+    wired): success is only asked after the skill itself finished without error, so the verdict is that
+    report, said plainly and with low confidence; nothing is inferred from the (empty) scene."""
+
+    name = "skill_result"
+    CONFIDENCE = 0.5  # no independent evidence
+
+    def detect(self, skill: str, args: Sequence[str], scene: Mapping[str, SceneEntry],
+               context: Context | None = None) -> Verdict:
+        call = f"{skill}({', '.join(args)})"
+        return Verdict(True, self.CONFIDENCE, f"{call}: the skill reported success; nothing checked it", self.name)
+
+
 def _pick_place_args(skill: str, args: Sequence[str]) -> tuple[str, str] | None:
     if skill != "pick_place" or len(args) != 2:
         return None
@@ -266,7 +280,7 @@ class LlmJudgeDetector:
         return Verdict(word == "yes", self.confidence, f"LLM judge answered {word} (generated)", self.name)
 
 
-STRATEGIES = ("sim_geometric", "tabletop", "clip", "llm_judge", "kitchen")
+STRATEGIES = ("sim_geometric", "tabletop", "clip", "llm_judge", "kitchen", "skill_result")
 
 
 def _param(params: Mapping[str, float], key: str, strategy: str) -> float:
@@ -293,6 +307,8 @@ def make_detector(strategy: str, params: Mapping[str, float], scorer: ImageTextS
         if llm is None:
             raise ValueError("strategy 'llm_judge' needs an LLM backend")
         return LlmJudgeDetector(llm)
+    if strategy == "skill_result":
+        return SkillResultDetector()
     if strategy == "kitchen":
         from .kitchen import KitchenDetector  # the symbolic kitchen's rules (monologue_domain.kitchen.judge)
 
