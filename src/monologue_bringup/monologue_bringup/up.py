@@ -128,6 +128,11 @@ class Supervisor:
         self.record = record
         self.node_params: dict[str, dict[str, str]] = {}
         if record is not None:
+            kept = ("transcript_dir",) + (("llm.cassette_path", "llm.cassette_mode") if mode == LIVE else ())
+            moved = sorted(k for k in kept if k in (node_params or {}).get("planner", {}))
+            if moved:
+                raise ValueError(f"a recorded run keeps the planner's {moved} in the bag (a replay reads the "
+                                 "transcript header and the LLM cassette from there); do not override them")
             custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": mode,
                       **params_custom_data(node_params or {}, robot, self.config_dir)}
             self.node_params = record_params(record, mode, **custom)

@@ -110,6 +110,8 @@ def test_recording_puts_cassette_and_transcripts_next_to_the_bag(tmp_path: Path)
     sup = Supervisor(config_dir=CONFIG, record=tmp_path / "bag", node_params={"planner": {"max_steps": "3"}})
     assert [s.name for s in sup.specs][0] == "recorder"
     assert sup.node_params["planner"]["max_steps"] == "3" and "llm.cassette_path" in sup.node_params["planner"]
+    with pytest.raises(ValueError, match=r"keeps the planner's \['transcript_dir'\] in the bag"):
+        Supervisor(config_dir=CONFIG, record=tmp_path / "bag2", node_params={"planner": {"transcript_dir": "/x"}})
     assert [s.name for s in Supervisor(config_dir=CONFIG).specs] == [s.name for s in graph_for("sim")]
     assert [s.name for s in Supervisor("sim_kinematic", config_dir=CONFIG).specs] == [s.name for s in select(LIVE)]
     # recorded: the recorder starts first; replayed: the simulator and skills stay off

@@ -107,7 +107,8 @@ class SpotFault(ArmFault):
     """A Spot failure; `kind` (FaultKind) is what the skills layer reports, `cause` the Spot detail."""
 
     def __init__(self, cause: SpotFaultCause, reason: str) -> None:
-        super().__init__(cause.kind, f"{cause.value}: {reason}")
+        # ArmFault prefixes the kind ("lease lost: ..."); name the cause only where it says more than that.
+        super().__init__(cause.kind, reason if cause.value == cause.kind.value else f"{cause.value}: {reason}")
         self.cause = cause
 
 
