@@ -48,7 +48,8 @@ DEFAULT_INSTRUCTION = "Put the blocks in their matching bowls."
 # 3D from depth, TF and open3d); success judged from those positions with IM's real-tabletop x-y rule.
 CAMERA_PERCEPTION: dict[str, dict[str, str]] = {
     "perception": {"source": "camera", "detector": "oracle", "refresh_timeout": "8.0"},
-    "success_detector": {"strategy": "tabletop"},
+    # the success detector waits longer for a scene than perception may take to process a fresh frame
+    "success_detector": {"strategy": "tabletop", "scene_timeout": "10.0"},
 }
 GRAPH_MODES = ("launch", "running")
 DEFAULTS = {
