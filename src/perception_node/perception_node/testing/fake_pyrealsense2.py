@@ -619,6 +619,7 @@ class pipeline:  # noqa: N801
         sc = _sc()
         period = 1.0 / self._modes[stream.color][3]
         now = time.monotonic()
+        before = self._frame_number
         self._frame_number += 1 + max(0, int((now - self._next_due) / period))  # a slow reader drops frames
         n = self._frame_number
         self._next_due = max(self._next_due, now - period) + period
@@ -641,7 +642,7 @@ class pipeline:  # noqa: N801
             color = expected_color(wc, hc, n)
             depth = _to_units(expected_depth_m(wd, hd, intrinsics=sc.depth_intrinsics), sc.depth_scale)
             for after, gap in sc.stalls:
-                if int(after) == n:
+                if before < int(after) <= n:  # also when a slow reader skipped the frame itself
                     self._next_due += float(gap)
             if sc.disconnect_after_frame > 0 and n >= sc.disconnect_after_frame and _unplugged_at is None:
                 _unplugged_at = time.monotonic()
