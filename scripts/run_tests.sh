@@ -88,6 +88,7 @@ if [ "$LINT" = 1 ]; then
     src/skills_node/skills_node/backends/sim.py
     src/skills_node/skills_node/backends/ur5e.py
     src/skills_node/skills_node/backends/sim_kitchen.py
+    src/skills_node/skills_node/backends/sim_household.py
     src/skills_node/skills_node/backends/spot.py
     src/skills_node/skills_node/spot_ros.py
     src/monologue_bringup/monologue_bringup/__init__.py

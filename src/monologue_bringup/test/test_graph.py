@@ -55,8 +55,8 @@ def test_graph_has_the_nodes() -> None:
 def test_the_robot_table_decides_backend_camera_perception_and_success() -> None:
     """One vocabulary: a robot name; its entry names the skills plug-in, camera, perception source and
     success strategy, and the graph passes them to the nodes (after the parameter files)."""
-    assert ROBOTS == robots() == ("sim", "sim_kinematic", "ur5e", "sim_kitchen", "spot")
-    assert simulated_robots() == ("sim", "sim_kinematic", "sim_kitchen")
+    assert ROBOTS == robots() == ("sim", "sim_kinematic", "ur5e", "sim_kitchen", "sim_household", "spot")
+    assert simulated_robots() == ("sim", "sim_kinematic", "sim_kitchen", "sim_household")
     assert robot_entry("sim_kitchen").world == "kitchen" and robot_entry("ur5e").world == "tabletop"
     assert robot_params("ur5e") == {"skills": {"backend": "ur5e"}, "perception": {"source": "camera"},
                                     "success_detector": {"strategy": "tabletop"}}

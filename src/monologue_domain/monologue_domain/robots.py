@@ -19,7 +19,7 @@ from monologue_common.core.settings import parameters_from_files
 
 TABLE_FILE = "robots.yaml"
 PERCEPTION_SOURCES = ("oracle", "camera")  # perception_node `source`
-WORLDS = ("tabletop", "kitchen")  # kinds of world a robot acts in (what the benchmark suites need)
+WORLDS = ("tabletop", "kitchen", "household")  # kinds of world a robot acts in (what the benchmark suites need)
 SKILLS_NODE = "skills"  # the skills node's name in the graph (a scene node may be the skills node itself)
 
 
@@ -45,7 +45,7 @@ class Robot:
     nodes: tuple[RobotNode, ...] = ()
     camera: str = ""  # the node publishing camera/* ("" = no camera)
     scene_node: str = ""  # the node whose sim.* parameters set a simulated scene ("" = a real robot)
-    world: str = ""  # the kind of world it acts in: tabletop (IM Table 1 tasks) | kitchen (SayCan, IM §4.3)
+    world: str = ""  # kind of world: tabletop (IM Table 1) | kitchen (SayCan, IM §4.3) | household (CAPE)
 
     @property
     def simulated(self) -> bool:

@@ -369,8 +369,8 @@ def test_example_plans_run_identically_in_the_kitchen_world(name: str) -> None:
                 assert outcome.error.name == "NONE", (instr.key, plan, skill, outcome)
                 mine = apply(skill, mine)
                 got = world.state()
-                assert (got.robot_location, got.holding, dict(got.object_locations), got.open_containers) == (
-                    mine.robot_location, mine.holding, dict(mine.object_locations), mine.open_containers), (
-                    instr.key, skill)
+                assert (got.robot_location, got.holding, dict(got.object_locations), got.open_containers,
+                        got.visited) == (mine.robot_location, mine.holding, dict(mine.object_locations),
+                                         mine.open_containers, mine.visited), (instr.key, skill)
             checked += 1
     assert checked > 0

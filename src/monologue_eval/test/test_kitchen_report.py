@@ -127,3 +127,32 @@ def test_chart_is_written(tmp_path: Path, name: str, variants: list[str]) -> Non
     path = tmp_path / "chart.png"
     write_chart(path, cells, rows, cols, f"{name} test")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_visit_goals_are_scored_from_the_final_ground_truth(saycan: Suite) -> None:
+    """SC crowd-sourced "visit all the locations": the planner's episode ends at the last place; the world's
+    record of the visits travels in its ground truth and decides the goal without any history (scored on
+    the final robot_location alone, as before, the episode failed)."""
+    from monologue_domain.kitchen.scene import state_from_scene, to_scene_objects
+    from monologue_domain.kitchen.world import KitchenWorld
+
+    instr = saycan.by_key()["crowd_sourced_06"]
+    plan = ["go to the close counter", "go to the far counter", "go to the table", "done"]
+    world = KitchenWorld(instr.start)
+    for step in plan[:-1]:
+        assert world.execute("go_to", [step.removeprefix("go to the ")]).ok
+    final = state_from_scene(to_scene_objects(world.state()))  # what monologue-bench reads after the episode
+    ep = score_episode("saycan", instr, "saycan", "none", 0, plan, final)
+    assert (ep.plan_success, ep.execution_success, ep.failure_cause) == (True, True, "")
+    assert ep.visited == ["close counter", "far counter", "initial position", "table"]
+    assert json.loads(json.dumps(ep.to_json()))["visited"] == ep.visited
+    # the same final place without the record: only robot_at(table) holds, the goal does not
+    old = score_episode("saycan", instr, "saycan", "none", 0, plan, replace(final, visited=frozenset()))
+    assert (old.execution_success, old.failure_cause) == (False, "control")
+    # a planner that went to two of the three places fails, wherever it ends
+    world = KitchenWorld(instr.start)
+    world.execute("go_to", ["close counter"])
+    world.execute("go_to", ["table"])
+    short = score_episode("saycan", instr, "saycan", "none", 0, ["go to the close counter", "go to the table",
+                                                                  "done"], world.state())
+    assert not short.execution_success and not short.plan_success

@@ -9,7 +9,8 @@ Predicate language (data, e.g. in config/benchmarks/*.yaml):
     robot_at(L)         the robot is at L
     open(C)             container C is open
     delivered(O)        at(O, user), or the robot holds O at the user (handed over, not yet put down)
-    visited(L)          the robot was at L at some point of the episode (needs the state history)
+    visited(L)          the robot was at L at some point of the episode: the state's own record
+                        (KitchenState.visited, kept by the worlds and their ground truth) or the history
     n_at(N, O, L)       at least N instances of O lie at L
     not(P)  all(P, ...)  any(P, ...)
     any_of_objects([O, ...], P)   P holds with `?` replaced by one of the objects
@@ -262,7 +263,7 @@ def _eval(node: Call, s: KitchenState, hist: Sequence[KitchenState], var: str | 
                 or (_holds(s, obj) and s.robot_location == USER))
     if n == "visited":
         loc = _name(a[0], var)
-        return any(h.robot_location == loc for h in (*hist, s))
+        return any(loc in h.places_visited for h in (*hist, s))
     if n == "n_at":
         count, obj, loc = int(_name(a[0], var)), _name(a[1], var), _name(a[2], var)
         return sum(s.object_locations[o] == loc for o in _instances(s, obj)) >= count
@@ -316,9 +317,16 @@ def _place(state: KitchenState, where: str) -> str:
     return DRAWERS if where in CONTAINERS else where
 
 
+def _moved(state: KitchenState, to: str) -> KitchenState:
+    """The robot at `to`, its visit recorded (as kitchen.world does: from the first move on)."""
+    if to == state.robot_location:
+        return state
+    return replace(state, robot_location=to, visited=state.places_visited | {to})
+
+
 def apply(skill: str, state: KitchenState) -> KitchenState:
     """The state after executing `skill` (vocabulary words, e.g. "pick up the coke"); SkillError if a
-    precondition fails, ValueError if the words are not a skill."""
+    precondition fails, ValueError if the words are not a skill. Moves are recorded in `visited`."""
     template, arg = parse_skill(skill)
     locs = dict(state.object_locations)
     here = state.robot_location
@@ -326,11 +334,11 @@ def apply(skill: str, state: KitchenState) -> KitchenState:
     if template == DONE:
         return state
     if template == GO_TO:
-        return replace(state, robot_location=arg)
+        return _moved(state, arg)
     if template == BRING:
         if state.holding is None:
             raise SkillError(skill, "the robot is not holding anything")
-        return replace(state, robot_location=USER)
+        return _moved(state, USER)
     reachable = [o for o in _instances(state, arg)
                  if locs[o] != HELD and not (locs[o] in CONTAINERS and locs[o] not in state.open_containers)]
     if template == FIND:
@@ -340,7 +348,7 @@ def apply(skill: str, state: KitchenState) -> KitchenState:
             raise SkillError(skill, f"no {arg} to find (none, or inside a closed drawer)")
         fresh = [o for o in reachable if locs[o] not in ("trash", USER)] or reachable
         target = next((o for o in fresh if _place(state, locs[o]) == here), fresh[0])
-        return replace(state, robot_location=_place(state, locs[target]))
+        return _moved(state, _place(state, locs[target]))
     if template == PICK:
         if state.holding is not None:
             raise SkillError(skill, f"the hand is not empty (holding the {object_type(state.holding)})")

@@ -12,11 +12,14 @@ KitchenState.states["robot"] ({"sitting"} or {"standing"}); held objects are at 
 """
 from __future__ import annotations
 
+import random
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..skills import SkillError, SkillOutcome
+from ..scene import LOCATION, SceneObject, Vec3
+from ..skills import Affordance, SkillError, SkillOutcome
+from .scene import ROBOT, marker
 from .skills import PreconditionError
 from .state import HELD, KitchenState
 
@@ -98,14 +101,92 @@ def spot_home() -> tuple[HouseholdScene, KitchenState]:
     return scene, KitchenState("hallway", None, where, frozenset(), {"robot": frozenset({"sitting"})})
 
 
+def spot_lab() -> tuple[HouseholdScene, KitchenState]:
+    """CAPE's first Spot scene, "a lab environment" (C l.140): the lab and a storage room behind a door,
+    with the objects of CAPE's six Spot tasks (prepare for a run on a warm day, put the phone on the
+    nightstand, iron a shirt, put mail in storage, organize the pantry, put away groceries). The real
+    scene's objects are not published; these are in its style. Spot sits in the lab."""
+    scene = HouseholdScene(
+        rooms=("lab", "storage room"),
+        doors=(Door("storage room door", ("lab", "storage room")),),
+        things=(
+            _thing("storage room door", "openable"), _thing("desk", "receptacle"),
+            _thing("nightstand", "receptacle", capacity=2), _thing("ironing board", "receptacle"),
+            _thing("fridge", "openable", "receptacle"), _thing("phone", "movable", "grabbable"),
+            _thing("water bottle", "movable", "grabbable"), _thing("mail", "movable", "grabbable"),
+            _thing("groceries bag", "movable", "grabbable"), _thing("milk", "movable", "grabbable"),
+            _thing("shoes", "movable", "grabbable"), _thing("shelf", "receptacle"),
+            _thing("shirt", "movable", "grabbable"), _thing("iron", "movable", "grabbable", "switchable"),
+            _thing("storage box", "openable", "receptacle"), _thing("pantry", "openable", "receptacle", capacity=3),
+            _thing("cereal", "movable", "grabbable"),
+        ),
+    )
+    where = {
+        "storage room door": "lab", "desk": "lab", "nightstand": "lab", "ironing board": "lab", "fridge": "lab",
+        "phone": "desk", "water bottle": "desk", "mail": "desk", "groceries bag": "lab", "milk": "desk",
+        "shoes": "storage room", "shelf": "storage room", "shirt": "shelf", "iron": "shelf",
+        "storage box": "storage room", "pantry": "storage room", "cereal": "shelf",
+    }
+    return scene, KitchenState("lab", None, where, frozenset(), {"robot": frozenset({"sitting"})})
+
+
+def spot_kitchen() -> tuple[HouseholdScene, KitchenState]:
+    """CAPE's second Spot scene, "a kitchen" (C l.140), with a living room behind the kitchen door and
+    the objects of the same six tasks; a bottle of water waits in the closed fridge (CAPE's D4 "inside
+    another closed object"). Spot sits in the living room."""
+    scene = HouseholdScene(
+        rooms=("kitchen", "living room"),
+        doors=(Door("kitchen door", ("kitchen", "living room")),),
+        things=(
+            _thing("kitchen door", "openable"), _thing("counter", "receptacle"),
+            _thing("fridge", "openable", "receptacle"), _thing("pantry", "openable", "receptacle", capacity=3),
+            _thing("groceries bag", "movable", "grabbable"), _thing("milk", "movable", "grabbable"),
+            _thing("cereal", "movable", "grabbable"), _thing("water bottle", "movable", "grabbable"),
+            _thing("couch", "receptacle"), _thing("nightstand", "receptacle", capacity=2),
+            _thing("phone", "movable", "grabbable"), _thing("shoes", "movable", "grabbable"),
+            _thing("mail", "movable", "grabbable"), _thing("storage box", "openable", "receptacle"),
+            _thing("ironing board", "receptacle"), _thing("iron", "movable", "grabbable", "switchable"),
+            _thing("shirt", "movable", "grabbable"),
+        ),
+    )
+    where = {
+        "kitchen door": "living room", "counter": "kitchen", "fridge": "kitchen", "pantry": "kitchen",
+        "groceries bag": "counter", "milk": "counter", "cereal": "counter", "water bottle": "fridge",
+        "couch": "living room", "nightstand": "living room", "phone": "couch", "shoes": "living room",
+        "mail": "living room", "storage box": "living room", "ironing board": "living room", "iron": "pantry",
+        "shirt": "couch",
+    }
+    return scene, KitchenState("living room", None, where, frozenset(), {"robot": frozenset({"sitting"})})
+
+
+# The household scenes by name (sim_household's `household.scene`): CAPE's two Spot scenes and a
+# three-room home.
+SCENES: dict[str, Callable[[], tuple[HouseholdScene, KitchenState]]] = {
+    "lab": spot_lab, "kitchen": spot_kitchen, "home": spot_home,
+}
+
+
+def household_text(skill: str, args: Sequence[str]) -> str:
+    """The household's words for a skill instance: ("put", ["mug", "counter"]) -> "put the mug on the
+    counter" (the texts of config/prompts/household.yaml, checked by a test)."""
+    return HOUSEHOLD_SKILLS[skill][1].format(*args)
+
+
 class HouseholdWorld:
     """The mutable household. Built from a scene and a start state: `object_locations` gives each
     thing's room, receptacle or HELD; `open_containers` the open things (doors too); `states`
     {"robot": {"sitting"}} and {thing: {"on"}}; `robot_location` a room or the thing it is near."""
 
-    def __init__(self, scene: HouseholdScene, start: KitchenState, hands: int = 1) -> None:
+    def __init__(self, scene: HouseholdScene, start: KitchenState, hands: int = 1,
+                 affordance_flip: float = 0.0, seed: int = 0) -> None:
+        """affordance_flip: probability each affordance value is flipped (CAPE's noisy SayCan oracle:
+        0.06, C l.102); seed: its draws."""
         if hands not in (1, 2):
             raise ValueError(f"hands must be 1 or 2, got {hands}")
+        if not 0.0 <= affordance_flip <= 1.0:
+            raise ValueError(f"affordance_flip must be in [0, 1], got {affordance_flip}")
+        self.affordance_flip = affordance_flip
+        self._aff_rng = random.Random(f"{seed}:affordance")
         names = {t.name for t in scene.things}
         places = names | set(scene.rooms) | {HELD}
         problems = [f"the {o} is at unknown place {w!r}" for o, w in start.object_locations.items() if w not in places]
@@ -124,6 +205,8 @@ class HouseholdWorld:
         self._room = start.robot_location if self._near is None else self.room_of(start.robot_location)
         if len(self.held) > hands:
             raise ValueError(f"{hands} hand(s) cannot hold {self.held}")
+        # the places (rooms and the things it went to) the robot has been at since it first moved
+        self._visited = set(start.visited)
 
     # ---- reading ------------------------------------------------------------------------------
     @property
@@ -148,7 +231,71 @@ class HouseholdWorld:
         states: dict[str, frozenset[str]] = {o: frozenset({"on"}) for o in self._on}
         states["robot"] = frozenset({"sitting" if self._sitting else "standing"})
         return KitchenState(self._near or self._room, held[0] if held else None, dict(self._where),
-                            frozenset(self._open), states)
+                            frozenset(self._open), states, frozenset(self._visited))
+
+    @property
+    def objects(self) -> list[str]:
+        """The things of the scene (doors and furniture too), in the scene's order."""
+        return [t.name for t in self.scene.things]
+
+    @property
+    def rooms(self) -> list[str]:
+        return list(self.scene.rooms)
+
+    # Layout of the ground truth (m): room i's point at (ROOM_SPACING * i, 0, 0); the things of a
+    # room in a row beside it, things on / in a receptacle above its point.
+    ROOM_SPACING = 6.0
+    THING_SIZE: Vec3 = (0.3, 0.3, 0.3)
+
+    def _points(self) -> dict[str, Vec3]:
+        pts: dict[str, Vec3] = {r: (self.ROOM_SPACING * i, 0.0, 0.0) for i, r in enumerate(self.scene.rooms)}
+        slots: dict[str, int] = {}
+        pending = [t.name for t in self.scene.things]
+        while pending:  # parents first (a receptacle's contents sit on it)
+            rest = []
+            for name in pending:
+                where = self._where[name]
+                if where == HELD:
+                    continue
+                if where not in pts:
+                    rest.append(name)
+                    continue
+                i = slots[where] = slots.get(where, -1) + 1
+                x, y, z = pts[where]
+                if where in self.scene.rooms:
+                    pts[name] = (x + 0.8 * (i % 4), y + 1.0 + 0.8 * (i // 4), 0.0)
+                else:
+                    pts[name] = (x + 0.1 * i, y, z + 0.4)
+            if len(rest) == len(pending):  # only circular placements are left: put them at their room
+                for name in rest:
+                    pts[name] = pts[self.scene.rooms[0]]
+                break
+            pending = rest
+        robot = pts[self._near] if self._near is not None and self._near in pts else pts[self._room]
+        for name in self.held:
+            pts[name] = (robot[0], robot[1], 1.0)
+        pts[ROBOT] = robot
+        return pts
+
+    def scene_objects(self) -> list[SceneObject]:
+        """Ground truth as scene objects (kitchen.scene's encoding; `state_from_scene` reads it back
+        losslessly): rooms as location entries, the robot entry and markers (robot@, posture@, open@,
+        on@, visited@), and every thing with category "<properties joined by +>@<where>". A thing is
+        visible in the robot's room unless it is inside a closed thing."""
+        pts = self._points()
+        out = [SceneObject(r, LOCATION, pts[r]) for r in self.scene.rooms]
+        out.append(SceneObject(ROBOT, LOCATION, pts[ROBOT]))
+        out.append(marker("robot", self._near or self._room, pts[ROBOT]))
+        out.append(marker("posture", "sitting" if self._sitting else "standing", pts[ROBOT]))
+        for t in self.scene.things:
+            where = self._where[t.name]
+            kind = "+".join(sorted(t.properties)) or "thing"
+            visible = where == HELD or (self.room_of(t.name) == self._room and self._inside_closed(t.name) is None)
+            out.append(SceneObject(t.name, f"{kind}@{where}", pts[t.name], self.THING_SIZE, visible=visible))
+        out += [marker("open", o, pts.get(o, pts[ROBOT])) for o in sorted(self._open)]
+        out += [marker("on", o, pts.get(o, pts[ROBOT])) for o in sorted(self._on)]
+        out += [marker("visited", v, pts.get(v, pts[ROBOT])) for v in sorted(self._visited)]
+        return out
 
     # ---- preconditions ------------------------------------------------------------------------
     def _path_blocked(self, room: str) -> tuple[str, str] | None:
@@ -291,12 +438,14 @@ class HouseholdWorld:
         elif skill == "sit_down":
             self._sitting = True
         elif skill in ("walk_to", "find"):
+            self._visited |= {self._room} | ({self._near} if self._near else set())
             if a[0] in self.scene.rooms:
                 self._room, self._near = a[0], None
             else:
                 if not any(d.name == a[0] for d in self.scene.doors):  # at a door: still in its room
                     self._room = self.room_of(a[0])
                 self._near = a[0]
+            self._visited |= {self._room} | ({self._near} if self._near else set())
         elif skill == "pick_up":
             self._where[a[0]] = HELD
         elif skill in ("put", "put_in"):
@@ -338,6 +487,54 @@ class HouseholdWorld:
         """The perfect oracle: 1.0 where the preconditions hold."""
         return {i: 1.0 if self.check(*i) is None else 0.0 for i in self.instances()}
 
+    def affordance_list(self, include_unaffordable: bool = False) -> list[Affordance]:
+        """SayCan's oracle affordances (C l.100-102): `affordances()`, each value flipped with
+        probability `affordance_flip` (0: the perfect oracle; 0.06: CAPE's noisy one), in the order of
+        `instances()`. Without include_unaffordable only values > 0 are returned."""
+        out = []
+        for (skill, args), value in self.affordances().items():
+            if self.affordance_flip > 0.0 and self._aff_rng.random() < self.affordance_flip:
+                value = 1.0 - value
+            if value > 0.0 or include_unaffordable:
+                out.append(Affordance(skill, args, value))
+        return out
 
-__all__ = ["HOUSEHOLD_SKILLS", "PROPERTIES", "Door", "HouseholdScene",
-           "HouseholdWorld", "Thing", "spot_home"]
+
+def judge_household(skill: str, args: Sequence[str], after: KitchenState) -> tuple[bool, str]:
+    """(success, explanation) of a household skill from the state after it (kitchen.judge calls it
+    for household states, those with states["robot"])."""
+    if skill not in HOUSEHOLD_SKILLS or len(args) != HOUSEHOLD_SKILLS[skill][0]:
+        return False, f"no household rule for {skill}({', '.join(args)})"
+    a = tuple(args)
+    text = household_text(skill, a)
+    posture = after.states.get(ROBOT, frozenset())
+    where = after.object_locations
+    missing = [x for x in (a if skill not in ("walk_to", "find") else ()) if x not in where]
+    if missing:
+        return False, f"{text}: there is no {' and no '.join(missing)} in the scene"
+    if skill in ("stand_up", "sit_down"):
+        want = "standing" if skill == "stand_up" else "sitting"
+        return want in posture, f"{text}: the robot is {'/'.join(sorted(posture)) or 'in an unknown posture'}"
+    if skill in ("walk_to", "find"):
+        ok = after.robot_location == a[0]
+        return ok, f"{text}: the robot is at the {after.robot_location}"
+    if skill == "pick_up":
+        return where[a[0]] == HELD, f"{text}: the {a[0]} is {'held' if where[a[0]] == HELD else 'at ' + where[a[0]]}"
+    if skill in ("put", "put_in", "drop"):
+        ok = where[a[0]] == a[1] if skill != "drop" else where[a[0]] != HELD
+        return ok, f"{text}: the {a[0]} is {'held' if where[a[0]] == HELD else 'at the ' + where[a[0]]}"
+    if skill in ("open", "close"):
+        is_open = a[0] in after.open_containers
+        return is_open == (skill == "open"), f"{text}: the {a[0]} is {'open' if is_open else 'closed'}"
+    if skill in ("turn_on", "turn_off"):
+        on = "on" in after.states.get(a[0], frozenset())
+        return on == (skill == "turn_on"), f"{text}: the {a[0]} is {'on' if on else 'off'}"
+    # touch, look_at: no lasting effect; touching needs the robot next to the thing
+    if skill == "touch":
+        near = after.robot_location in (a[0], where[a[0]]) or where[a[0]] == HELD
+        return near, f"{text}: the robot is at the {after.robot_location}"
+    return True, f"{text}: nothing to check"
+
+
+__all__ = ["HOUSEHOLD_SKILLS", "PROPERTIES", "SCENES", "Door", "HouseholdScene", "HouseholdWorld", "Thing",
+           "household_text", "judge_household", "spot_home", "spot_kitchen", "spot_lab"]

@@ -2,7 +2,8 @@
 
 The engineered success detector of a simulated kitchen ("Engineered success detectors can operate
 on ground-truth state in simulation", IM §3.3): each skill's effect is checked on the KitchenState
-after the skill, e.g. from a scene description with `kitchen.scene.state_from_scene`.
+after the skill, e.g. from a scene description with `kitchen.scene.state_from_scene`. The household
+(kitchen.household) has its own rules, chosen by the state.
 """
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ from .world import DRAWERS, DRAWERS_LOCATION, USER, object_type
 
 def judge(skill: str, args: Sequence[str], after: KitchenState,
           drawers: Sequence[str] = DRAWERS) -> tuple[bool, str]:
-    """(success, explanation) of `skill(args)` given the state after it."""
+    """(success, explanation) of `skill(args)` given the state after it. A household state (one with
+    states["robot"], the robot's posture: kitchen.household) is judged by the household's rules."""
+    if "robot" in after.states:
+        from .household import judge_household
+
+        return judge_household(skill, args, after)
     if skill not in SKILLS or len(args) != SKILLS[skill][0]:
         return False, f"no kitchen rule for {skill}({', '.join(args)})"
     a = tuple(args)

@@ -133,6 +133,7 @@ class KitchenWorld:
         self._robot = start.robot_location
         self._open = set(start.open_containers)
         self._states = dict(start.states)
+        self._visited = set(start.visited)  # the places the robot has been at since it first moved
         # separate streams: asking for affordances never changes what execution draws
         self._aff_rng = random.Random(f"{seed}:affordance")
         self._exec_rng = random.Random(f"{seed}:execution")
@@ -188,7 +189,7 @@ class KitchenWorld:
 
     def state(self) -> KitchenState:
         return KitchenState(self._robot, self.holding, dict(self._where), frozenset(self._open),
-                            dict(self._states))
+                            dict(self._states), frozenset(self._visited))
 
     def place_of(self, obj: str) -> str:
         """The location the object is at: the robot's for a held one, the drawers' for one in a drawer."""
@@ -338,7 +339,10 @@ class KitchenWorld:
             if self.noise.report_failures:
                 return SkillOutcome(SkillError.EXECUTION_FAILED, f"{text}: the policy failed")
             return SkillOutcome(SkillError.NONE, f"{text}: finished")
+        was = self._robot
         self._apply(skill, a)
+        if self._robot != was:  # recorded as goals.apply does
+            self._visited |= {was, self._robot}
         held = self.holding
         if held is not None and skill != "put_down" and drop < self.noise.drop_rate:
             self._where[held] = self._robot

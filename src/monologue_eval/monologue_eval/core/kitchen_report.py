@@ -2,8 +2,11 @@
 episode, SC Table 2's layout for the `saycan` suite and IM Table 3's for `im_kitchen`, results JSON.
 
 An episode is scored from what the bench records: the skills the planner chose (ending with "done" when it
-terminated), the world's final KitchenState (and the earlier states, for "visit" goals), and how often the
-success detector's report disagreed with the ground truth. The suites and their data live in
+terminated), the world's final KitchenState, and how often the success detector's report disagreed with the
+ground truth. "visit" goals (`visited(L)`) are checked over the episode: the world records every place the
+robot was at in the state it publishes (KitchenState.visited, kept through sim/ground_truth), so the final
+state alone decides them; earlier states (`history`), if a caller has them, count too. The episode keeps
+the places visited for the results JSON. The suites and their data live in
 monologue_domain.kitchen.suites.
 """
 from __future__ import annotations
@@ -80,6 +83,7 @@ class KitchenEpisode:
     failure_cause: str  # "" on success, else a key of FAILURE_CAUSES
     plan_reason: str = ""  # why the plan is not acceptable ("" if it is)
     skills: list[str] = field(default_factory=list)
+    visited: list[str] = field(default_factory=list)  # the places the robot was at, sorted (visited() goals)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,12 +104,15 @@ def score_episode(
     final: KitchenState, history: Sequence[KitchenState] = (), detector_errors: int = 0,
     collapse_repeats: bool = False,
 ) -> KitchenEpisode:
-    """Plan success, execution success and failure cause of one episode. collapse_repeats: treat an
-    immediately repeated skill as one step (IM's retries after "[success: no]")."""
+    """Plan success, execution success and failure cause of one episode. `final` is the world's final
+    state with its record of visited places (from the ground truth); `history` optional earlier states.
+    collapse_repeats: treat an immediately repeated skill as one step (IM's retries after "[success: no]")."""
     reason = judge_plan(instr, skills, collapse_repeats)
     exec_ok = execution_success(instr, final, history)
+    visited = set(final.places_visited).union(*(h.places_visited for h in history))
     return KitchenEpisode(suite, instr.key, instr.family, variant, condition, index, reason == "", exec_ok,
-                          failure_cause(reason == "", exec_ok, detector_errors), reason, list(skills))
+                          failure_cause(reason == "", exec_ok, detector_errors), reason, list(skills),
+                          sorted(visited))
 
 
 def _metric(e: KitchenEpisode, metric: str) -> bool:
