@@ -10,14 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 from .base import (
     CandidateScore,
+    CapabilityUnsupportedError,
     CassetteMissError,
+    EmbeddingBackend,
     Generation,
     InvalidOutputError,
     LLMBackend,
     LLMError,
     LLMUnavailableError,
+    Sample,
+    SampleResult,
+    SamplingBackend,
     ScoreResult,
     ScoringUnsupportedError,
+    Vector,
+    l2_normalize,
     normalize_scores,
 )
 from .cassette import CassetteBackend
@@ -30,8 +37,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CandidateScore",
+    "CapabilityUnsupportedError",
     "CassetteBackend",
     "CassetteMissError",
+    "EmbeddingBackend",
     "Generation",
     "InvalidOutputError",
     "LLMBackend",
@@ -40,9 +49,14 @@ __all__ = [
     "LlamaCppBackend",
     "ModelFileError",
     "OpenAICompatBackend",
+    "Sample",
+    "SampleResult",
+    "SamplingBackend",
     "ScoreResult",
     "ScoringUnsupportedError",
+    "Vector",
     "embedded_model_path",
+    "l2_normalize",
     "make_backend",
     "normalize_scores",
 ]

@@ -43,6 +43,34 @@ class Generation:
     wall_time_s: float
 
 
+@dataclass(frozen=True)
+class Sample:
+    """One sampled continuation and the model's log-probability of each of its tokens."""
+
+    text: str
+    token_logprobs: tuple[float, ...]  # natural log, under the model (not the sampling distribution)
+    finish_reason: str  # "stop" (stop string or end-of-sequence) or "length"
+
+    @property
+    def mean_logprob(self) -> float:
+        """Mean token log-probability (CAPE's P_theta; 0.0 for an empty sample)."""
+        n = len(self.token_logprobs)
+        return math.fsum(self.token_logprobs) / n if n else 0.0
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """Result of one :meth:`SamplingBackend.sample` call."""
+
+    samples: tuple[Sample, ...]
+    prompt_tokens: int
+    new_tokens_processed: int
+    wall_time_s: float
+
+
+Vector = tuple[float, ...]
+
+
 @runtime_checkable
 class LLMBackend(Protocol):
     """Interface implemented by every LLM backend."""
@@ -64,6 +92,35 @@ class LLMBackend(Protocol):
         ...
 
 
+@runtime_checkable
+class SamplingBackend(Protocol):
+    """Optional capability: temperature sampling with per-token log-probabilities."""
+
+    def sample(
+        self,
+        prompt: str,
+        stop: Sequence[str] = (),
+        max_tokens: int = 64,
+        n: int = 1,
+        temperature: float = 1.0,
+        presence_penalty: float = 0.0,
+        seed: int = 0,
+    ) -> SampleResult:
+        """``n`` continuations of ``prompt`` drawn at ``temperature`` (0 = greedy); a positive
+        ``presence_penalty`` lowers the logits of tokens the sample already contains (where the
+        backend supports it). The same request with the same ``seed`` gives the same samples."""
+        ...
+
+
+@runtime_checkable
+class EmbeddingBackend(Protocol):
+    """Optional capability: sentence embeddings (mean pooled, L2-normalised)."""
+
+    def embed(self, texts: Sequence[str]) -> tuple[Vector, ...]:
+        """One unit-length vector per text, in order."""
+        ...
+
+
 class LLMError(Exception):
     """Base class of all LLM backend errors."""
 
@@ -76,12 +133,24 @@ class ScoringUnsupportedError(LLMError):
     """The backend cannot return log-probabilities of given text."""
 
 
+class CapabilityUnsupportedError(LLMError):
+    """The backend has no such capability (sampling or embeddings)."""
+
+
 class CassetteMissError(LLMError):
     """A replayed request is not in the cassette."""
 
 
 class InvalidOutputError(LLMError):
     """The backend returned a response that cannot be interpreted."""
+
+
+def l2_normalize(vector: Sequence[float]) -> Vector:
+    """``vector`` scaled to unit length (a zero vector stays zero)."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    if norm == 0.0 or not math.isfinite(norm):
+        return tuple(0.0 for _ in vector)
+    return tuple(float(x) / norm for x in vector)
 
 
 def _log_score(score: CandidateScore, policy: str) -> float:

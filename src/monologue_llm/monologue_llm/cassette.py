@@ -11,12 +11,18 @@ from typing import Any, Literal
 
 from .base import (
     CandidateScore,
+    CapabilityUnsupportedError,
     CassetteMissError,
+    EmbeddingBackend,
     Generation,
     InvalidOutputError,
     LLMBackend,
     LLMError,
+    Sample,
+    SampleResult,
+    SamplingBackend,
     ScoreResult,
+    Vector,
 )
 
 CassetteMode = Literal["record", "replay", "off"]
@@ -95,6 +101,38 @@ def _score_from_json(d: dict[str, Any]) -> ScoreResult:
         new_tokens_processed=int(d["new_tokens_processed"]),
         wall_time_s=float(d["wall_time_s"]),
     )
+
+
+def _samples_to_json(res: SampleResult) -> dict[str, Any]:
+    return {
+        "samples": [
+            {"text": s.text, "token_logprobs": list(s.token_logprobs), "finish_reason": s.finish_reason}
+            for s in res.samples
+        ],
+        "prompt_tokens": res.prompt_tokens,
+        "new_tokens_processed": res.new_tokens_processed,
+        "wall_time_s": res.wall_time_s,
+    }
+
+
+def _samples_from_json(d: dict[str, Any]) -> SampleResult:
+    return SampleResult(
+        samples=tuple(
+            Sample(
+                text=str(s["text"]),
+                token_logprobs=tuple(float(x) for x in s["token_logprobs"]),
+                finish_reason=str(s["finish_reason"]),
+            )
+            for s in d["samples"]
+        ),
+        prompt_tokens=int(d["prompt_tokens"]),
+        new_tokens_processed=int(d["new_tokens_processed"]),
+        wall_time_s=float(d["wall_time_s"]),
+    )
+
+
+def _vectors_from_json(d: dict[str, Any]) -> tuple[Vector, ...]:
+    return tuple(tuple(float(x) for x in v) for v in d["vectors"])
 
 
 class CassetteBackend:
@@ -235,6 +273,60 @@ class CassetteBackend:
                 }
             )
         return res
+
+    def _record(self, kind: str, prompt: str, args: dict[str, Any], response: dict[str, Any]) -> None:
+        inner = self._require_inner()
+        self._append(
+            {
+                "key": request_key(kind, prompt, args),
+                "kind": kind,
+                "backend": inner.name,
+                "prompt": prompt,
+                "args": args,
+                "response": response,
+            }
+        )
+
+    def sample(
+        self,
+        prompt: str,
+        stop: Sequence[str] = (),
+        max_tokens: int = 64,
+        n: int = 1,
+        temperature: float = 1.0,
+        presence_penalty: float = 0.0,
+        seed: int = 0,
+    ) -> SampleResult:
+        """Sample through the inner backend (it must support sampling) or the cassette."""
+        args: dict[str, Any] = {
+            "stop": list(stop), "max_tokens": int(max_tokens), "n": int(n),
+            "temperature": float(temperature), "presence_penalty": float(presence_penalty), "seed": int(seed),
+        }
+        if self.mode == "replay":
+            return _samples_from_json(self._replay("sample", prompt, args))
+        inner = self._require_inner()
+        if not isinstance(inner, SamplingBackend):
+            raise CapabilityUnsupportedError(f"{inner.name} cannot sample")
+        res = inner.sample(prompt, stop=stop, max_tokens=max_tokens, n=n, temperature=temperature,
+                           presence_penalty=presence_penalty, seed=seed)
+        if self.mode == "record":
+            self._record("sample", prompt, args, _samples_to_json(res))
+        return res
+
+    def embed(self, texts: Sequence[str]) -> tuple[Vector, ...]:
+        """Embed through the inner backend (it must support embeddings) or the cassette; the
+        request key is over the texts (as the prompt, JSON-encoded)."""
+        prompt = json.dumps(list(texts), ensure_ascii=False)
+        args: dict[str, Any] = {}
+        if self.mode == "replay":
+            return _vectors_from_json(self._replay("embed", prompt, args))
+        inner = self._require_inner()
+        if not isinstance(inner, EmbeddingBackend):
+            raise CapabilityUnsupportedError(f"{inner.name} has no embeddings")
+        vectors = inner.embed(texts)
+        if self.mode == "record":
+            self._record("embed", prompt, args, {"vectors": [list(v) for v in vectors]})
+        return vectors
 
     def close(self) -> None:
         """Close the inner backend, if any."""

@@ -22,7 +22,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .base import CandidateScore, Generation, LLMError, ScoreResult
+from .base import (
+    CandidateScore,
+    Generation,
+    LLMError,
+    Sample,
+    SampleResult,
+    ScoreResult,
+    Vector,
+    l2_normalize,
+)
 
 _LOG = logging.getLogger(__name__)
 _ROW_CACHE_SIZE = 8  # full logits rows (1 MiB each for Gemma 3) kept by context
@@ -32,6 +41,8 @@ _LP_CACHE_SIZE = 200_000  # (context, token) -> logprob entries kept
 # reproduces a from-scratch decode of the whole text bit for bit.
 _MIN_BATCH = 8
 _LOAD_LOCK = threading.Lock()
+_EMBED_N_CTX = 512  # tokens per embedded text (admissible actions and plan steps are short)
+_EMBED_CACHE_SIZE = 20_000  # texts whose embedding is kept
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -55,6 +66,13 @@ def _logprob(row: FloatArray, token: int) -> float:
     top = float(row.max())
     lse = top + math.log(float(np.exp(row - top, dtype=np.float64).sum()))
     return float(row[token]) - lse
+
+
+def _log_softmax(row: FloatArray) -> npt.NDArray[np.float64]:
+    """Natural-log softmax of a logits row (float64)."""
+    r = row.astype(np.float64)
+    top = float(r.max())
+    return r - (top + math.log(float(np.exp(r - top).sum())))
 
 
 def _load_without_repack(llama_cpp: Any, **kwargs: Any) -> Any:
@@ -117,6 +135,10 @@ class LlamaCppBackend:
         if n_ctx < 16:
             raise ValueError(f"n_ctx must be >= 16, got {n_ctx}")
         self.name = f"llama_cpp:{path.name}"
+        self._path = path
+        self._n_threads = n_threads
+        self._embedder: Any = None  # a second Llama in embedding mode, loaded on first embed()
+        self._embeddings: dict[str, Vector] = {}
         self.reuse_prefix = reuse_prefix
         self.n_ctx = n_ctx
         self._n_batch = max(_MIN_BATCH * 2, min(n_batch, n_ctx))
@@ -426,6 +448,122 @@ class LlamaCppBackend:
                 wall_time_s=time.perf_counter() - t0,
             )
 
+    def sample(
+        self,
+        prompt: str,
+        stop: Sequence[str] = (),
+        max_tokens: int = 64,
+        n: int = 1,
+        temperature: float = 1.0,
+        presence_penalty: float = 0.0,
+        seed: int = 0,
+    ) -> SampleResult:
+        """``n`` samples at ``temperature`` (0 = greedy), each cut before the earliest stop string.
+
+        Sample ``i`` draws from ``numpy.random.default_rng([seed, i])``, so a request is
+        reproducible. ``presence_penalty`` is subtracted from the logit of every token already in the
+        sample before the temperature is applied (OpenAI's definition, over the generated tokens).
+        ``token_logprobs`` are the model's own log-probabilities (temperature 1, no penalty) of the
+        tokens kept in the text.
+        """
+        if max_tokens < 1 or n < 1:
+            raise ValueError(f"max_tokens and n must be >= 1, got {max_tokens}, {n}")
+        if temperature < 0.0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        stops = [s for s in stop if s]
+        with self._lock:
+            t0 = time.perf_counter()
+            self._begin_call()
+            toks = self.tokenize(prompt)
+            if len(toks) >= self.n_ctx:
+                raise LLMError(f"prompt has {len(toks)} tokens, n_ctx is {self.n_ctx}")
+            samples: list[Sample] = []
+            for i in range(n):
+                rng = np.random.default_rng([max(seed, 0), i])
+                row = self._row_after(toks, exact=True)
+                raw = b""
+                text = ""
+                lps: list[float] = []
+                starts: list[int] = []  # character offset where each kept token's text starts
+                seen: set[int] = set()
+                finish = "length"
+                for step in range(max_tokens):
+                    logp = _log_softmax(row)
+                    if temperature == 0.0:
+                        tok = int(np.argmax(row))
+                    else:
+                        adj = row.astype(np.float64)
+                        if presence_penalty and seen:
+                            idx = np.fromiter(seen, dtype=np.int64)
+                            adj[idx] -= presence_penalty
+                        z = adj / temperature
+                        p = np.exp(z - z.max())
+                        tok = int(rng.choice(len(p), p=p / p.sum()))
+                    if self._lc.llama_vocab_is_eog(self._vocab, tok):
+                        finish = "stop"
+                        break
+                    starts.append(len(text))
+                    lps.append(float(logp[tok]))
+                    seen.add(tok)
+                    raw += self._piece(tok)
+                    text = raw.decode("utf-8", errors="ignore")
+                    hits = [h for h in (text.find(s) for s in stops) if h >= 0]
+                    if hits:
+                        cut = min(hits)
+                        text = text[:cut]
+                        lps = [lp for lp, st in zip(lps, starts, strict=True) if st < cut]
+                        finish = "stop"
+                        break
+                    if step == max_tokens - 1 or len(self._kv) >= self.n_ctx:
+                        break
+                    row = self._eval([tok], [0])[0][0]
+                samples.append(Sample(text, tuple(lps), finish))
+            return SampleResult(
+                samples=tuple(samples),
+                prompt_tokens=len(toks),
+                new_tokens_processed=self._evaluated,
+                wall_time_s=time.perf_counter() - t0,
+            )
+
+    def embed(self, texts: Sequence[str]) -> tuple[Vector, ...]:
+        """Mean-pooled, L2-normalised embeddings of the model's last hidden layer.
+
+        A second llama.cpp context in embedding mode is loaded on the first call. Each text is
+        embedded on its own (so a vector never depends on which texts came with it) and cached.
+        """
+        with self._lock:
+            if self._closed:
+                raise LLMError("backend is closed")
+            if self._embedder is None:
+                try:
+                    self._embedder = _load_without_repack(
+                        self._lc,
+                        model_path=str(self._path),
+                        embedding=True,
+                        pooling_type=self._lc.LLAMA_POOLING_TYPE_MEAN,
+                        n_ctx=_EMBED_N_CTX,
+                        n_batch=_EMBED_N_CTX,
+                        n_ubatch=_EMBED_N_CTX,
+                        n_threads=self._n_threads,
+                        n_threads_batch=self._n_threads,
+                        verbose=False,
+                    )
+                except (ValueError, RuntimeError) as exc:
+                    raise LLMError(f"llama.cpp could not load {self._path} for embeddings: {exc}") from exc
+            out: list[Vector] = []
+            for text in texts:
+                vec = self._embeddings.get(text)
+                if vec is None:
+                    if len(self._embedder.tokenize(text.encode("utf-8"))) > _EMBED_N_CTX:
+                        raise LLMError(f"text to embed has more than {_EMBED_N_CTX} tokens: {text[:80]!r}")
+                    raw = self._embedder.embed(text, normalize=False)
+                    vec = l2_normalize([float(x) for x in raw])
+                    if len(self._embeddings) >= _EMBED_CACHE_SIZE:
+                        self._embeddings.clear()
+                    self._embeddings[text] = vec
+                out.append(vec)
+            return tuple(out)
+
     def close(self) -> None:
         """Free the batch, context and model (idempotent)."""
         with self._lock:
@@ -434,6 +572,8 @@ class LlamaCppBackend:
             self._closed = True
             self._lc.llama_batch_free(self._batch)
             self._llm.close()
+            if self._embedder is not None:
+                self._embedder.close()
 
     def __enter__(self) -> LlamaCppBackend:
         return self

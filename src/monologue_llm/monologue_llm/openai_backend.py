@@ -17,8 +17,12 @@ from .base import (
     InvalidOutputError,
     LLMError,
     LLMUnavailableError,
+    Sample,
+    SampleResult,
     ScoreResult,
     ScoringUnsupportedError,
+    Vector,
+    l2_normalize,
 )
 
 GenerationApi = Literal["completions", "chat"]
@@ -325,6 +329,116 @@ class OpenAICompatBackend:
             new_tokens_processed=processed,
             wall_time_s=time.perf_counter() - t0,
         )
+
+    # -- sampling --------------------------------------------------------
+    def sample(
+        self,
+        prompt: str,
+        stop: Sequence[str] = (),
+        max_tokens: int = 64,
+        n: int = 1,
+        temperature: float = 1.0,
+        presence_penalty: float = 0.0,
+        seed: int = 0,
+    ) -> SampleResult:
+        """``n`` samples in one request (``n``, ``temperature``, ``presence_penalty``, ``seed``
+        and the sampled tokens' log-probs). Whether ``seed`` makes the samples reproducible is
+        up to the server; record a cassette for exact replays."""
+        if max_tokens < 1 or n < 1:
+            raise ValueError(f"max_tokens and n must be >= 1, got {max_tokens}, {n}")
+        stops = [s for s in stop if s]
+        t0 = time.perf_counter()
+        resp: Any
+        if self.generation_api == "chat":
+            resp = self._call(
+                "chat sampling",
+                lambda: self._client.chat.completions.create(
+                    model=self.model,
+                    messages=[{"role": "user", "content": prompt}],
+                    max_tokens=max_tokens,
+                    n=n,
+                    temperature=temperature,
+                    presence_penalty=presence_penalty,
+                    seed=seed,
+                    logprobs=True,
+                    stop=stops or openai.omit,
+                ),
+            )
+        else:
+            resp = self._call(
+                "sampling completion",
+                lambda: self._client.completions.create(
+                    model=self.model,
+                    prompt=prompt,
+                    max_tokens=max_tokens,
+                    n=n,
+                    temperature=temperature,
+                    presence_penalty=presence_penalty,
+                    seed=seed,
+                    logprobs=1,
+                    stop=stops or openai.omit,
+                ),
+            )
+        choices = sorted(getattr(resp, "choices", None) or [], key=lambda c: int(getattr(c, "index", 0) or 0))
+        if not choices:
+            raise InvalidOutputError(f"{self.name}: sampling response has no choices")
+        samples = tuple(self._sample_from_choice(c, stops) for c in choices)
+        prompt_toks, completion_toks, cached = _usage_tokens(resp)
+        return SampleResult(
+            samples=samples,
+            prompt_tokens=prompt_toks,
+            new_tokens_processed=prompt_toks - cached + completion_toks,
+            wall_time_s=time.perf_counter() - t0,
+        )
+
+    def _sample_from_choice(self, choice: Any, stops: Sequence[str]) -> Sample:
+        """Text and kept-token log-probs of one sampled choice (completions or chat shape)."""
+        message = getattr(choice, "message", None)
+        lp = getattr(choice, "logprobs", None)
+        pairs: list[tuple[str, float]] = []
+        if message is not None:
+            text = getattr(message, "content", None)
+            for item in getattr(lp, "content", None) or []:
+                pairs.append((str(getattr(item, "token", "")), float(getattr(item, "logprob", 0.0))))
+        else:
+            text = getattr(choice, "text", None)
+            tokens = getattr(lp, "tokens", None) or []
+            values = getattr(lp, "token_logprobs", None) or []
+            pairs = [(str(t), float(v)) for t, v in zip(tokens, values, strict=False) if v is not None]
+        if text is None:
+            raise InvalidOutputError(f"{self.name}: sampled choice has no text")
+        if not pairs and str(text):
+            raise ScoringUnsupportedError(f"{self.name} returned no log-probs of the sampled tokens")
+        cut_text, stopped = _cut_at_stop(str(text), stops)
+        kept: list[float] = []
+        pos = 0
+        for token, value in pairs:  # keep the tokens that start before the cut
+            if pos >= len(cut_text):
+                break
+            kept.append(value)
+            pos += len(token)
+        finish = "stop" if stopped else str(getattr(choice, "finish_reason", None) or "stop")
+        return Sample(cut_text, tuple(kept), finish)
+
+    # -- embeddings ------------------------------------------------------
+    def embed(self, texts: Sequence[str]) -> tuple[Vector, ...]:
+        """Embeddings from ``/v1/embeddings`` (the server's pooling), L2-normalised here."""
+        if not texts:
+            return ()
+        resp: Any = self._call(
+            "embeddings",
+            lambda: self._client.embeddings.create(model=self.model, input=list(texts)),
+        )
+        data = sorted(getattr(resp, "data", None) or [], key=lambda d: int(getattr(d, "index", 0) or 0))
+        if len(data) != len(texts):
+            raise InvalidOutputError(f"{self.name}: {len(data)} embeddings for {len(texts)} texts")
+        out: list[Vector] = []
+        for d in data:
+            vec = getattr(d, "embedding", None)
+            if not isinstance(vec, list) or not vec:
+                raise InvalidOutputError(f"{self.name}: an embedding is not a list of numbers")
+            out.append(l2_normalize([float(x) for x in vec]))
+        return tuple(out)
 
     def close(self) -> None:
         """Close the HTTP client."""

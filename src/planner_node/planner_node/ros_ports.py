@@ -43,10 +43,12 @@ class RosSkillsPort:
         self._service_timeout = service_timeout_s
         self._skill_timeout = skill_timeout_s
 
-    def affordances(self) -> list[SkillOption]:
+    def affordances(self, include_unaffordable: bool = False) -> list[SkillOption]:
+        """The afforded skill instances (every instance, with affordance 0 too, if asked: cape)."""
         if not self._aff.wait_for_service(timeout_sec=self._service_timeout):
             raise PortUnavailable(f"get_affordances unavailable after {self._service_timeout:.1f} s")
-        res = wait_future(self._aff.call_async(GetAffordances.Request()), self._service_timeout, "get_affordances")
+        req = GetAffordances.Request(include_unaffordable=include_unaffordable)
+        res = wait_future(self._aff.call_async(req), self._service_timeout, "get_affordances")
         if not res.success:
             raise PortUnavailable(f"get_affordances failed: {res.message}")
         return [SkillOption(s.skill, tuple(s.args), float(s.affordance)) for s in res.skills]

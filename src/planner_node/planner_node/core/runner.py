@@ -199,7 +199,8 @@ class EpisodeRunner:
             llm=self.llm, ports=self.ports, profile=prepared.profile, transcript=prepared.transcript,
             instruction=prepared.instruction, options=prepared.options, log=logging.getLogger("planner.monologue"),
             cancel=cancel, resume=prepared.resume,
-            on_step=(lambda r: on_step(eid, r)) if on_step is not None else None)
+            on_step=(lambda r: on_step(eid, r)) if on_step is not None else None,
+            strategy_settings=self.settings.strategy_settings)
         self.inbox.open(eid)
         try:
             result = prepared.strategy.run(ep)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
@@ -15,6 +15,7 @@ from types import MappingProxyType
 from monologue_common.core.settings import ParamReader, parameters_from_files
 
 from . import strategies
+from .cape_settings import read_cape_settings
 from .episode import GENERATION_FALLBACKS, NORMALIZATIONS, EpisodeOptions
 
 
@@ -30,6 +31,8 @@ class PlannerSettings:
     skill_timeout_s: float  # s, for one skill to finish
     episode: EpisodeOptions  # default episode options (decoding is set per strategy)
     llm: Mapping[str, object]  # the `llm.*` block for monologue_llm.factory.make_backend_from_params
+    # a strategy's own block by strategy name: {"cape": CapeSettings} (planner.cape.*)
+    strategy_settings: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     unused: tuple[str, ...] = ()  # parameters set but never read (typos; the node warns)
 
 
@@ -62,6 +65,9 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         fault_pause_s=r.number("timeouts.fault_pause", low=0.0, low_open=True),
     )
     llm = r.section("llm")
+    strategy_settings: dict[str, object] = {}
+    if strategy == "cape" or any(k.startswith("cape.") for k in params):
+        strategy_settings["cape"] = read_cape_settings(r, prompt_dir)
     r.check("backend" in llm, "llm.backend: missing (set it in config/*.yaml or with -p llm.backend:=...)")
     r.finish()
     return PlannerSettings(
@@ -73,6 +79,7 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         skill_timeout_s=skill_timeout_s,
         episode=episode,
         llm=MappingProxyType(dict(llm)),
+        strategy_settings=MappingProxyType(strategy_settings),
         unused=tuple(r.unused()),
     )
 

@@ -50,6 +50,7 @@ class EpisodeContext:
     resume: bool = False  # `transcript` holds an interrupted episode (Transcript.reopen) to continue
     on_step: Callable[[StepRecord], None] | None = None
     clock: Callable[[], float] = time.time  # s since the epoch
+    strategy_settings: Mapping[str, object] = field(default_factory=dict)  # a strategy's own block, by name
 
 
 class Strategy(Protocol):
