@@ -13,6 +13,7 @@ from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, Serv
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
+from std_msgs.msg import String
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
@@ -34,6 +35,14 @@ from .core.settings import PlannerSettings, settings_from_parameters
 from .ros_ports import RosHumanAsker, RosRobotStatus, RosScenePort, RosSkillsPort, RosSuccessPort
 
 _Goal = ExecuteInstruction.Goal
+
+
+def world_state_json(event: Event) -> str:
+    """The `planner/world_state` message of a Statler state event: episode, query, cause, the state
+    as JSON and as the prompts render it."""
+    return json.dumps({"episode_id": event.episode_id, "query_index": event.data.get("query_index"),
+                       "cause": event.data.get("cause", ""), "state": event.data.get("world_state", {}),
+                       "text": event.text, "stamp": event.stamp}, ensure_ascii=False)
 
 
 def _option(value: int) -> bool | None:
@@ -105,6 +114,8 @@ class PlannerNode(Node):
         self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT)
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
         self._queries_pub = self.create_publisher(DetectionQueries, "perception/queries", LATCHED)
+        # Statler's world state (core.statler_loop): JSON of the latest state event, latched
+        self._world_state_pub = self.create_publisher(String, "planner/world_state", LATCHED)
         self._human_sub = self.create_subscription(HumanInput, "human/input", self._on_human, 50,
                                                    callback_group=ports)
         self._action = ActionServer(
@@ -144,6 +155,8 @@ class PlannerNode(Node):
         def on_event(event: Event) -> None:
             msg = event_to_msg(event)
             self._transcript_pub.publish(msg)
+            if event.data.get("statler") == "state":
+                self._world_state_pub.publish(String(data=world_state_json(event)))
             if not event.data.get("post_task"):  # post-task answers come after the goal finished
                 fb = ExecuteInstruction.Feedback()
                 fb.event = msg

@@ -95,7 +95,7 @@ def test_generative_strategy_is_chosen_by_name(make_runner, scripted, world_port
 
 def test_invalid_goals_are_refused_before_an_episode_starts(make_runner, scripted, world_ports, tmp_path) -> None:  # type: ignore[no-untyped-def]
     runner = make_runner(scripted(matching), world_ports(TabletopWorld.random(1)))
-    for goal, why in [(GoalRequest(TASK, strategy="statler"), "unknown strategy 'statler'"),
+    for goal, why in [(GoalRequest(TASK, strategy="no_such_strategy"), "unknown strategy 'no_such_strategy'"),
                       (GoalRequest(TASK, prompt_profile="nope"), "prompt profile 'nope' not found"),
                       (GoalRequest(resume_episode="latest"), "no interrupted episode")]:
         out = runner.execute(goal)

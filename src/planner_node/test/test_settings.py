@@ -33,7 +33,7 @@ def test_episode_defaults_match_the_yaml(planner_parameters: Params) -> None:
 
 def test_every_problem_is_reported_at_once(planner_parameters: Params) -> None:
     p = planner_parameters()
-    p.update({"strategy": "statler", "max_steps": 0, "scoring.normalization": "max", "timeouts.skill": -1.0,
+    p.update({"strategy": "no_such_strategy", "max_steps": 0, "scoring.normalization": "max", "timeouts.skill": -1.0,
               "generation.fallback": "retry", "feedback.object": "yes", "prompt_dir": ""})
     del p["timeouts.answer"]
     del p["llm.backend"]

@@ -66,4 +66,4 @@ def test_names_are_unique(greedy) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match="already registered"):
         strategies.register(greedy)(Other)
     with pytest.raises(ValueError, match="unknown strategy"):
-        strategies.get("statler")
+        strategies.get("no_such_strategy")

@@ -150,10 +150,11 @@ class EpisodeRunner:
         """Resolve `goal`: strategy, options, the episode to resume, the profile, the transcript
         (with its header). Raises ValueError for a goal that cannot run."""
         s = self.settings
-        strategy_name = goal.strategy or s.strategy
+        stored = self.find_resumable(goal.resume_episode) if goal.resume_episode else None
+        # a resumed episode keeps its strategy (its transcript header) unless the goal names one
+        strategy_name = goal.strategy or (str(stored.header.get("strategy", "")) if stored else "") or s.strategy
         strategy = strategies.get(strategy_name)
         options = episode_options(s.episode, goal, strategy)
-        stored = self.find_resumable(goal.resume_episode) if goal.resume_episode else None
         profile_name = goal.prompt_profile or (str(stored.header.get("prompt_profile", "")) if stored else "")
         profile = self.profile
         if profile_name and profile_name != profile.name:

@@ -15,7 +15,6 @@ from types import MappingProxyType
 from monologue_common.core.settings import ParamReader, parameters_from_files
 
 from . import strategies
-from .cape_settings import read_cape_settings
 from .episode import GENERATION_FALLBACKS, NORMALIZATIONS, EpisodeOptions
 
 
@@ -65,9 +64,8 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         fault_pause_s=r.number("timeouts.fault_pause", low=0.0, low_open=True),
     )
     llm = r.section("llm")
-    strategy_settings: dict[str, object] = {}
-    if strategy == "cape" or any(k.startswith("cape.") for k in params):
-        strategy_settings["cape"] = read_cape_settings(r, prompt_dir)
+    # every strategy's own block (config/monologue.yaml always sets them): a goal may pick any strategy
+    strategy_settings = {block: read(r, prompt_dir) for block, read in strategies.settings_readers().items()}
     r.check("backend" in llm, "llm.backend: missing (set it in config/*.yaml or with -p llm.backend:=...)")
     r.finish()
     return PlannerSettings(

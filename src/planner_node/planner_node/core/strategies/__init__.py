@@ -1,7 +1,9 @@
 """Planner strategies by name: `register(name)` a factory, `get(name)` a strategy, `names()`.
 
 Every module of this package registers one strategy when imported, and every module of this package
-is imported below: adding a strategy is adding a module here (see docs/adding_a_strategy.md).
+is imported below: adding a strategy is adding a module here (see docs/adding_a_strategy.md). A strategy
+with a parameter block of its own (e.g. `cape.*`) registers its reader with `register_settings`; the
+planner's settings read every registered block at start-up into `EpisodeContext.strategy_settings`.
 """
 from __future__ import annotations
 
@@ -10,12 +12,28 @@ import pkgutil
 from collections.abc import Callable
 from typing import TypeVar
 
+from monologue_common.core.settings import ParamReader
+
 from ..strategy import Strategy
 
 StrategyFactory = Callable[[], Strategy]
 F = TypeVar("F", bound=StrategyFactory)
 
 _REGISTRY: dict[str, StrategyFactory] = {}
+SettingsReader = Callable[[ParamReader, str], object]  # (the planner's reader, prompt_dir) -> settings
+_SETTINGS: dict[str, SettingsReader] = {}
+
+
+def register_settings(block: str, reader: SettingsReader) -> None:
+    """Register the reader of a strategy's parameter block `block.*` (errors collected in the reader)."""
+    if _SETTINGS.get(block, reader) is not reader:
+        raise ValueError(f"settings block {block!r} is already registered")
+    _SETTINGS[block] = reader
+
+
+def settings_readers() -> dict[str, SettingsReader]:
+    """Every registered parameter block and its reader."""
+    return dict(_SETTINGS)
 
 
 def register(name: str) -> Callable[[F], F]:

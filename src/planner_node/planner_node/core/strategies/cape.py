@@ -42,13 +42,13 @@ from ..cape_prompts import (
     error_info,
     load_domain,
 )
-from ..cape_settings import CapeSettings
+from ..cape_settings import CapeSettings, read_cape_settings
 from ..episode import EpisodeError, EpisodeResult, ScoredCandidate, StepRecord, finish
 from ..feedback import pause_while_faulted
 from ..human import is_stop_request, take_interjections
 from ..ports import PortUnavailable, SkillOption, SkillResult, SkillsPort
 from ..strategy import EpisodeContext
-from . import register
+from . import register, register_settings
 
 STOP = ("\n",)  # a step is one line
 TOP_CANDIDATES = 5  # candidates kept in events and step records
@@ -275,6 +275,9 @@ class _Run:
                                        f"unresolved precondition error at step {step}: {why}")
                 chosen = top
         return self.finish(EpisodeError.MAX_STEPS_REACHED, f"reached the step cap of {ep.options.max_steps}")
+
+
+register_settings("cape", read_cape_settings)
 
 
 @register("cape")

@@ -1,0 +1,408 @@
+"""The Statler family's episode loop: world-state reader and writer, their variants and the CaP
+baselines (../shared/papers/statler.txt §III-IV, Prompts 4-11; no rclpy, nothing is exec'd).
+
+An episode is a list of queries: the instruction's non-empty lines, then whatever people say during
+the episode (Human feedback on; stop phrases end it). Per query (S l.134-136):
+1. the reader prompt: the variant's prompt file, then (statler*) the current state `# state = {...}`,
+   (cap) `# objects = [...]` and the episode's earlier queries and code, (cap_cot) the initial state and
+   that history; then `# query: <q>`;
+2. the reader's code is parsed against the whitelist (core.statler_code), never executed; code that is
+   not accepted is an ERROR event and a re-prompt (at most `statler.max_reprompts`), then the episode
+   ends with PLANNING_FAILED;
+3. the calls run in order: put_first_on_second(a, b) -> skill `pick_place(a, b)` through the skills
+   port (b = "table" -> the first free of `statler.table_locations`); a failed skill ends the episode
+   (PLANNING_FAILED: the state no longer matches the world); say(text) -> a ROBOT_THOUGHT event
+   (data `say`); update_wm(text) -> the writer (statler: demos, statler_auto: instruction only) writes
+   the whole new state, which replaces the current one; noop() does nothing;
+   statler_unified: the reader's output continues with the new state after the code.
+Every state is a ROBOT_THOUGHT event whose text is the rendered state and whose data holds
+`statler: "state"` and `world_state` (JSON): resume restores the last one, the node publishes it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from monologue_domain.transcript import Event, EventKind
+from monologue_llm.base import LLMError
+
+from .episode import (
+    EpisodeError,
+    EpisodeResult,
+    PlanningFailed,
+    ScoredCandidate,
+    StepRecord,
+    finish,
+    one_line,
+)
+from .feedback import pause_while_faulted, report_skill
+from .human import is_stop_request
+from .ports import PortUnavailable, SceneItem, SkillOption
+from .statler_code import CAP_FUNCTIONS, NOOP, PUT, SAY, STATLER_FUNCTIONS, UPDATE_WM, CodeRejected, Program, parse_code
+from .statler_settings import StatlerSettings
+from .statler_state import State, StateParseError, initial_state, parse_state, render_state, to_json
+from .strategy import EpisodeContext
+
+HEADER_PREFIX = "#%"  # prompt-file header lines (sources, gaps), not sent to the LLM
+TABLE = "table"
+_STATE_LINE = re.compile(r"^\s*#\s*(?:world_state|state)\s*=", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What distinguishes the five strategies (S Table I, III)."""
+
+    name: str
+    reader: str  # prompt role of the reader (StatlerSettings.prompts)
+    writer: str = ""  # prompt role of the writer; "" = no writer
+    keeps_state: bool = True  # a state is kept and shown to the reader
+    unified: bool = False  # the reader writes the new state after its code
+    history: bool = False  # earlier queries + code of the episode in the reader prompt
+    objects_header: bool = False  # CaP: `# objects = [...]`
+    initial_state_header: bool = False  # CaP+CoT: the initial state, never updated
+    allowed: frozenset[str] = field(default=STATLER_FUNCTIONS)
+
+
+VARIANTS = {
+    "statler": Variant("statler", reader="reader", writer="writer"),
+    "statler_auto": Variant("statler_auto", reader="reader", writer="auto_writer"),
+    "statler_unified": Variant("statler_unified", reader="unified", unified=True, allowed=CAP_FUNCTIONS),
+    "cap": Variant("cap", reader="cap", keeps_state=False, history=True, objects_header=True,
+                   allowed=CAP_FUNCTIONS),
+    "cap_cot": Variant("cap_cot", reader="cap_cot", keeps_state=False, history=True, initial_state_header=True,
+                       allowed=CAP_FUNCTIONS),
+}
+
+
+class InvalidStatlerEpisode(Exception):
+    """Missing settings or prompt files, or no query (INVALID_GOAL)."""
+
+
+def load_prompt(path: Path) -> str:
+    """A prompt file without its `#%` header lines; InvalidStatlerEpisode if it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InvalidStatlerEpisode(f"cannot read prompt file {path}: {e.strerror or e}") from None
+    body = "".join(line for line in text.splitlines(keepends=True) if not line.startswith(HEADER_PREFIX))
+    if not body.strip():
+        raise InvalidStatlerEpisode(f"prompt file {path} has no prompt text")
+    return body if body.endswith("\n") else body + "\n"
+
+
+def split_queries(instruction: str) -> list[str]:
+    """The queries of an instruction: its non-empty lines, whitespace collapsed."""
+    return [" ".join(line.split()) for line in instruction.splitlines() if line.strip()]
+
+
+def settings_of(ep: EpisodeContext) -> StatlerSettings:
+    s = ep.strategy_settings.get("statler")
+    if not isinstance(s, StatlerSettings):
+        raise InvalidStatlerEpisode("the planner.statler.* parameters are missing (config/monologue.yaml)")
+    return s
+
+
+@dataclass
+class _Run:
+    """The mutable state of one episode run."""
+
+    ep: EpisodeContext
+    variant: Variant
+    settings: StatlerSettings
+    reader_prompt: str
+    writer_prompt: str
+    objects: list[str]
+    locations: list[str]
+    initial: State
+    state: State
+    queries: list[str]
+    history: list[tuple[str, str]] = field(default_factory=list)  # (query, accepted code)
+    steps: list[StepRecord] = field(default_factory=list)
+    executed: int = 0
+    on_table: dict[str, str] = field(default_factory=dict)  # table location -> block placed there
+
+    # -- prompts ---------------------------------------------------------------------------------
+    def reader_input(self, query: str, notes: list[str]) -> str:
+        v, parts = self.variant, [self.reader_prompt]
+        if v.objects_header:
+            parts.append(f"# objects = {json.dumps(self.objects, ensure_ascii=False)}\n")
+        if v.initial_state_header:
+            parts.append(render_state(self.initial) + "\n")
+        if v.history or (v.keeps_state and self.settings.reader_history):
+            parts.extend(f"# query: {q}\n{code}\n" for q, code in self.history)
+        if v.keeps_state:
+            parts.append(render_state(self.state) + "\n")
+        parts.append(f"# query: {query}\n")
+        parts.extend(f"# NOTE: the previous answer was rejected: {n}\n" for n in notes)
+        return "".join(parts)
+
+    def writer_input(self, update: str, notes: list[str]) -> str:
+        notes_text = "".join(f"# NOTE: the previous state was rejected: {n}\n" for n in notes)
+        return f"{self.writer_prompt}{render_state(self.state)}\n# query: {update}\n{notes_text}# state = {{\n"
+
+    # -- events ----------------------------------------------------------------------------------
+    def record_state(self, index: int, cause: str) -> None:
+        self.ep.transcript.append(EventKind.ROBOT_THOUGHT, render_state(self.state),
+                                  {"statler": "state", "world_state": to_json(self.state),
+                                   "query_index": index, "cause": cause})
+
+
+def _reject(ep: EpisodeContext, role: str, output: str, reason: str, attempt: int, index: int) -> None:
+    ep.transcript.append(EventKind.ERROR, f"Rejected {role} output: {reason}",
+                         {"statler": "rejected", "role": role, "output": output[:2000], "reason": reason,
+                          "attempt": attempt, "query_index": index})
+
+
+def ask_reader(run: _Run, query: str, index: int) -> tuple[Program, State | None, int]:
+    """The reader's accepted code (and, unified, the state after it) and the prompt's token count.
+    Raises PlanningFailed after `max_reprompts` re-prompts."""
+    ep, s = run.ep, run.settings
+    stop = ("# query:", "===") if run.variant.unified else ("# query:", "===", "# state =", "# world_state =")
+    max_tokens = s.max_tokens_code + (s.max_tokens_state if run.variant.unified else 0)
+    notes: list[str] = []
+    for attempt in range(s.max_reprompts + 1):
+        gen = ep.llm.generate(run.reader_input(query, notes), stop=stop, max_tokens=max_tokens)
+        text = gen.text
+        code_text, state_text = text, ""
+        if run.variant.unified:
+            m = _STATE_LINE.search(text)
+            if m is not None:
+                code_text, state_text = text[: m.start()], text[m.start():]
+        try:
+            program = parse_code(code_text, run.variant.allowed)
+            new_state = parse_state(state_text, s.max_state_chars) if state_text else None
+            return program, new_state, gen.prompt_tokens
+        except (CodeRejected, StateParseError) as e:
+            reason = str(e)
+        _reject(ep, "reader", text, reason, attempt, index)
+        notes.append(one_line(reason, 200))
+    raise PlanningFailed(f"query {index + 1}: no acceptable code after {s.max_reprompts + 1} answers of the reader")
+
+
+def ask_writer(run: _Run, update: str, index: int) -> State:
+    """The writer's new state for `update`; PlanningFailed after `max_reprompts` re-prompts."""
+    ep, s = run.ep, run.settings
+    notes: list[str] = []
+    for attempt in range(s.max_reprompts + 1):
+        gen = ep.llm.generate(run.writer_input(update, notes), stop=("# query:", "==="),
+                              max_tokens=s.max_tokens_state)
+        text = "# state = {\n" + gen.text
+        try:
+            return parse_state(text, s.max_state_chars)
+        except StateParseError as e:
+            reason = str(e)
+        _reject(ep, "writer", gen.text, reason, attempt, index)
+        notes.append(one_line(reason, 200))
+    raise PlanningFailed(f"query {index + 1}: no readable state after {s.max_reprompts + 1} answers of the writer")
+
+
+def resolve(run: _Run, name: str) -> str:
+    """`name` as the scene spells it: case and a leading "the " are forgiven ("The Cyan block" ->
+    "cyan block"); an unknown name is passed on as written (the skill rejects it)."""
+    def key(n: str) -> str:
+        n = " ".join(n.lower().split())
+        return n[4:] if n.startswith("the ") else n
+
+    known = {key(n): n for n in [*run.objects, *run.locations]}
+    k = key(name)
+    if k == TABLE:
+        return TABLE
+    return known.get(k, name)
+
+
+def table_target(run: _Run, block: str) -> str:
+    """Where `put_first_on_second(block, "table")` puts the block: the first table location (of
+    `statler.table_locations` that the scene has) that no block was put on in this episode."""
+    known = [loc for loc in run.settings.table_locations if loc in run.locations] or list(run.settings.table_locations)
+    free = next((loc for loc in known if loc not in run.on_table), known[0])
+    run.on_table[free] = block
+    return free
+
+
+def _put(run: _Run, index: int, args: tuple[str, ...], source: str, prompt_tokens: int, llm_s: float,
+         query_steps: int) -> EpisodeResult | None:
+    """One pick-and-place; an EpisodeResult if the episode ends here."""
+    ep = run.ep
+    obj, target = args
+    if query_steps >= ep.options.max_steps:
+        return finish(ep.transcript, EpisodeError.MAX_STEPS_REACHED,
+                      f"query {index + 1} reached the step cap of {ep.options.max_steps}", run.executed, run.steps)
+    for loc, b in list(run.on_table.items()):  # the block leaves wherever "table" had put it
+        if b == obj:
+            del run.on_table[loc]
+    obj, target = resolve(run, obj), resolve(run, target)
+    place = table_target(run, obj) if target.lower() == TABLE else target
+    option = SkillOption("pick_place", (obj, place), 1.0)
+    chosen = ScoredCandidate(source, option, 0.0, 0.0, 1.0, 0.0)
+    record = StepRecord(len(run.steps) + 1, (chosen,), chosen, ep.options.normalization, prompt_tokens, 0, llm_s, 0.0)
+    run.steps.append(record)
+    if ep.on_step is not None:
+        ep.on_step(record)
+    ep.transcript.append(EventKind.ROBOT_ACTION, source,
+                         {"skill": option.skill, "args": list(option.args), "step": len(run.steps),
+                          "query_index": index, "call": list(args)})
+    fault = pause_while_faulted(ep)
+    if ep.cancel.is_set():
+        return finish(ep.transcript, EpisodeError.CANCELED, "cancelled while paused", run.executed, run.steps)
+    if fault is not None:
+        return finish(ep.transcript, EpisodeError.ROBOT_FAULT,
+                      f"the robot stayed faulted for {ep.options.fault_pause_s:.0f} s: {fault}",
+                      run.executed, run.steps)
+    result = ep.ports.skills.execute(option.skill, option.args, ep.cancel)
+    run.executed += 1
+    if result.error_name == "CANCELED" or ep.cancel.is_set():
+        return finish(ep.transcript, EpisodeError.CANCELED, "cancelled during a skill", run.executed, run.steps)
+    report_skill(replace(ep, options=replace(ep.options, success_feedback=False)), option, result)
+    if not result.ok:
+        return finish(ep.transcript, EpisodeError.PLANNING_FAILED,
+                      f"query {index + 1}: {source} failed ({result.error_name}); the state no longer matches the "
+                      "world", run.executed, run.steps)
+    return None
+
+
+def run_query(run: _Run, index: int, query: str) -> EpisodeResult | None:
+    """Answer one query; an EpisodeResult if the episode ends here."""
+    ep = run.ep
+    t0 = time.monotonic()
+    program, unified_state, prompt_tokens = ask_reader(run, query, index)
+    llm_s = time.monotonic() - t0
+    ep.transcript.append(EventKind.ROBOT_THOUGHT, program.code,
+                         {"statler": "code", "code": program.code, "query": query, "query_index": index,
+                          "thoughts": list(program.thoughts)})
+    run.history.append((query, program.code))
+    moves = 0
+    for call in program.calls:
+        if ep.cancel.is_set():
+            return finish(ep.transcript, EpisodeError.CANCELED, "cancelled", run.executed, run.steps)
+        if call.function == PUT:
+            ended = _put(run, index, call.args, call.source, prompt_tokens, llm_s, moves)
+            if ended is not None:
+                return ended
+            moves += 1
+        elif call.function == SAY:
+            ep.transcript.append(EventKind.ROBOT_THOUGHT, call.args[0],
+                                 {"statler": "say", "say": call.args[0], "query_index": index})
+        elif call.function == UPDATE_WM and run.variant.writer:
+            run.state = ask_writer(run, call.args[0], index)
+            run.record_state(index, call.args[0])
+        elif call.function == NOOP:
+            continue
+    if unified_state is not None:
+        run.state = unified_state
+        run.record_state(index, query)
+    return None
+
+
+def _restore(ep: EpisodeContext, run: _Run) -> int:
+    """Resume: the last recorded state and the code history; the index of the next query."""
+    events: tuple[Event, ...] = ep.transcript.events
+    started = [e for e in events if e.data.get("statler") == "query"]
+    for e in started:
+        i = int(e.data.get("query_index", 0))
+        if i >= len(run.queries):
+            run.queries.append(str(e.data.get("query", e.text)))
+    for e in events:
+        if e.data.get("statler") == "code":
+            run.history.append((str(e.data.get("query", "")), str(e.data.get("code", e.text))))
+        elif e.data.get("statler") == "state":
+            try:
+                run.state = parse_state(e.text, run.settings.max_state_chars)
+            except StateParseError:
+                ep.log.warning("recorded state %d does not parse; using its JSON", e.index)
+                run.state = dict(e.data.get("world_state", {}))
+    nxt = max((int(e.data.get("query_index", 0)) for e in started), default=-1) + 1
+    ep.transcript.append(EventKind.ERROR,
+                         f"Resumed after an interruption: {nxt} of {len(run.queries)} queries had started "
+                         "(an interrupted query is not repeated)", {"resumed": True, "next_query": nxt})
+    if run.variant.keeps_state:  # published again (latched topic) for whoever watches the new run
+        run.record_state(nxt - 1, "restored after an interruption")
+    return nxt
+
+
+def _take_queries(ep: EpisodeContext, run: _Run) -> str | None:
+    """People's interjections become queries (Human feedback on); a stop phrase is returned."""
+    human = ep.ports.human
+    if human is None:
+        return None
+    for text in human.poll():
+        text = " ".join(text.split())
+        if not text:
+            continue
+        if not ep.options.human_feedback:
+            ep.log.warning("Human feedback is off; ignoring %r", text)
+            continue
+        if is_stop_request(text, ep.options.stop_phrases):
+            ep.transcript.append(EventKind.HUMAN_INTERJECTION, text, {"text": text, "stop_request": True})
+            return text
+        run.queries.append(text)
+    return None
+
+
+def run_statler(ep: EpisodeContext, variant: Variant) -> EpisodeResult:
+    """Run one Statler-family episode (see the module docstring); every outcome ends the transcript."""
+    transcript = ep.transcript
+    run: _Run | None = None
+    try:
+        s = settings_of(ep)
+        queries = split_queries(ep.instruction)
+        if not queries:
+            raise InvalidStatlerEpisode("the instruction has no query")
+        reader = load_prompt(s.prompt_path(variant.reader))
+        writer = load_prompt(s.prompt_path(variant.writer)) if variant.writer else ""
+    except InvalidStatlerEpisode as e:
+        return finish(transcript, EpisodeError.INVALID_GOAL, str(e), 0)
+    try:
+        items: list[SceneItem] = ep.ports.scene.describe()
+        init = initial_state(items)
+        run = _Run(ep, variant, s, reader, writer, list(init["objects"]),
+                   [i.name for i in items if i.category == "location"], init, dict(init), list(queries))
+        first = 0
+        if ep.resume:
+            first = _restore(ep, run)
+        else:
+            transcript.append(EventKind.SCENE_OBJECTS, f"# objects = {json.dumps(run.objects, ensure_ascii=False)}",
+                              {"objects": run.objects, "statler_variant": variant.name,
+                               "prompts": {r: s.prompts[r] for r in (variant.reader, variant.writer) if r}})
+            if variant.keeps_state:
+                run.record_state(-1, "initial state from the scene")
+        index = first
+        while True:
+            if ep.cancel.is_set():
+                return finish(transcript, EpisodeError.CANCELED, "cancelled", run.executed, run.steps)
+            stop = _take_queries(ep, run)
+            if stop is not None:
+                return finish(transcript, EpisodeError.STOPPED_BY_HUMAN, f"a person asked to stop: {stop!r}",
+                              run.executed, run.steps)
+            if index >= len(run.queries):
+                break
+            query = run.queries[index]
+            kind = EventKind.HUMAN_INSTRUCTION if index < len(queries) else EventKind.HUMAN_INTERJECTION
+            transcript.append(kind, query, {"statler": "query", "query": query, "query_index": index,
+                                            "instruction": query})
+            ended = run_query(run, index, query)
+            if ended is not None:
+                return ended
+            index += 1
+        return finish(transcript, EpisodeError.NONE, f"answered {len(run.queries)} queries", run.executed, run.steps)
+    except PlanningFailed as e:
+        return finish(transcript, EpisodeError.PLANNING_FAILED, str(e), _executed(run), _steps(run))
+    except LLMError as e:
+        ep.log.error("LLM failed: %s", e)
+        return finish(transcript, EpisodeError.LLM_FAILED, f"LLM failed: {e}", _executed(run), _steps(run))
+    except PortUnavailable as e:
+        ep.log.error("graph component unavailable: %s", e)
+        return finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), _executed(run), _steps(run))
+    except Exception as e:  # a bug must still end the episode with its transcript saved
+        ep.log.exception("episode failed unexpectedly")
+        return finish(transcript, EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}", _executed(run), _steps(run))
+
+
+def _executed(run: _Run | None) -> int:
+    return run.executed if run is not None else 0
+
+
+def _steps(run: _Run | None) -> list[StepRecord]:
+    return run.steps if run is not None else []

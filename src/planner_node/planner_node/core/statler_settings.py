@@ -1,0 +1,49 @@
+"""The Statler strategies' parameters (`planner.statler.*`), validated once (no rclpy).
+
+One block serves `statler`, `statler_unified`, `statler_auto`, `cap` and `cap_cot`
+(../shared/papers/statler.txt §IV, Table III). Defaults live only in config/monologue.yaml
+(`planner: statler:`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from monologue_common.core.settings import ParamReader
+
+STRATEGIES = ("statler", "statler_unified", "statler_auto", "cap", "cap_cot")
+PROMPT_ROLES = ("reader", "writer", "auto_writer", "unified", "cap", "cap_cot")
+
+
+@dataclass(frozen=True)
+class StatlerSettings:
+    """Prompt files and bounds of the Statler family."""
+
+    prompt_dir: Path  # config/prompts
+    prompts: dict[str, str]  # role (PROMPT_ROLES) -> file stem: <prompt_dir>/<stem>.txt
+    max_reprompts: int  # re-prompts after code or a state that does not parse (per reader/writer call)
+    max_tokens_code: int  # tokens the reader may write per query
+    max_tokens_state: int  # tokens the writer may write per state
+    reader_history: bool  # statler*: earlier queries and code of the episode in the reader prompt (S: not stated)
+    table_locations: tuple[str, ...]  # where put_first_on_second(x, "table") places x (first free one)
+    max_state_chars: int  # longest state text that is parsed
+
+    def prompt_path(self, role: str) -> Path:
+        return self.prompt_dir / f"{self.prompts[role]}.txt"
+
+
+def read_statler_settings(r: ParamReader, prompt_dir: str) -> StatlerSettings:
+    """`statler.*` from a planner ParamReader (errors are collected in `r`; call `r.finish()`)."""
+    prompts = {role: r.string(f"statler.prompts.{role}", nonempty=True) for role in PROMPT_ROLES}
+    table = r.strings("statler.table_locations")
+    r.check(bool(table), "statler.table_locations: needs at least one location")
+    return StatlerSettings(
+        prompt_dir=Path(prompt_dir).expanduser(),
+        prompts=prompts,
+        max_reprompts=r.integer("statler.max_reprompts", low=0),
+        max_tokens_code=r.integer("statler.max_tokens_code", low=1),
+        max_tokens_state=r.integer("statler.max_tokens_state", low=1),
+        reader_history=r.boolean("statler.reader_history"),
+        table_locations=table,
+        max_state_chars=r.integer("statler.max_state_chars", low=100),
+    )
