@@ -115,8 +115,8 @@ def parse_robots(data: object, source: str = TABLE_FILE) -> dict[str, Robot]:
             errors.append(f"{where}.nodes: duplicate node names")
         if robot.perception and robot.perception not in PERCEPTION_SOURCES:
             errors.append(f"{where}.perception: must be one of {list(PERCEPTION_SOURCES)}, got {robot.perception!r}")
-        if robot.camera and robot.camera not in own:
-            errors.append(f"{where}.camera: {robot.camera!r} is not one of its nodes {sorted(own)}")
+        if robot.camera and robot.camera not in own | {SKILLS_NODE}:
+            errors.append(f"{where}.camera: {robot.camera!r} is not one of its nodes {sorted(own)} or {SKILLS_NODE!r}")
         if robot.world and robot.world not in WORLDS:
             errors.append(f"{where}.world: must be one of {list(WORLDS)}, got {robot.world!r}")
         if robot.perception == "camera" and not robot.camera:

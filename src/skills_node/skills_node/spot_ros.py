@@ -1,49 +1,83 @@
-"""ROS wiring of the `spot` backend (rclpy adapter only), mirroring arm_ros.ArmRosBridge: robot/status from
-SpotRobot.status(), the `estop` topic (latches the skills and cuts Spot's software e-stop) and the
-`estop_reset` service (releases it and restores the start posture). The skills live in backends/spot.py,
-the robot in core/spot.py."""
+"""ROS wiring of the `spot` backend (rclpy adapter only), mirroring arm_ros.ArmRosBridge:
+
+- robot/status from SpotRobot.status() (latched; on a timer, after every skill, at once on a lost lease);
+- the `estop` topic (latches the skills and cuts Spot's software e-stop) and the `estop_reset` service
+  (releases it and restores the start posture);
+- Spot's hand camera for perception: `<ns>/color/image_raw` (rgb8), `<ns>/aligned_depth_to_color/image_raw`
+  (16UC1 mm, aligned to colour), `<ns>/color/camera_info` and /tf odom -> body -> <sensor frame>, all stamped
+  with the colour image's acquisition time (robot clock converted by time sync), at `spot.camera.rate` Hz;
+- perception's scene description (`scene_topic`, odom frame) into the skills' SceneBuffer (the belief);
+- the optional approval gate over the AskHuman action (`approval.mode: skill`).
+
+The skills live in core/spot_skills.py, the robot in core/spot.py, the settings in backends/spot.py."""
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
+from typing import Any
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import TransformStamped
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Bool
 
 from monologue_common.qos import LATCHED
-from monologue_interfaces.msg import RobotStatus
+from monologue_domain.msgs import scene_objects_from_msg
+from monologue_interfaces.msg import RobotStatus, SceneDescription
 from monologue_interfaces.srv import ResetEstop
 
-from .backends.spot import SpotBackendSettings, SpotSkillBackend
+from .arm_ros import AskHumanApproval
+from .backends.spot import SpotBackendSettings
+from .core.safety import ApprovalGate
 from .core.spot import SpotFault, SpotRobot, SpotStatus
+from .core.spot_skills import Pose3, SceneBuffer, SpotKitchenSkills, compose3, invert3
+
+ODOM, BODY = "odom", "body"  # Spot's frame names (bosdyn.client.frame_helpers)
 
 
 class SpotRosBridge:
-    """robot/status, estop and estop_reset around a SpotRobot and its SpotSkillBackend."""
+    """robot/status, estop, estop_reset, the hand camera, the scene and the approval gate around a SpotRobot
+    and its SpotKitchenSkills (attached once built: the skills need the gate and the scene first)."""
 
-    def __init__(self, node: Node, logger: logging.Logger, robot: SpotRobot, backend: SpotSkillBackend,
+    def __init__(self, node: Node, logger: logging.Logger, robot: SpotRobot, scene: SceneBuffer,
                  s: SpotBackendSettings, frame_id: str) -> None:
         self._node = node
         self._log = logger
         self._robot = robot
-        self._backend = backend
+        self._scene = scene
+        self._backend: SpotKitchenSkills | None = None
         self._s = s
         self._frame_id = frame_id
         self._status_lock = threading.Lock()
+        self.approval: ApprovalGate | None = (AskHumanApproval(node, s.approval_action, logger)
+                                              if s.approval_mode != "off" else None)
         self._status_pub = node.create_publisher(RobotStatus, "robot/status", LATCHED)
         estop_group = MutuallyExclusiveCallbackGroup()  # never starved by running skills or status reads
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self._estop_sub = node.create_subscription(Bool, "estop", self._on_estop, reliable,
                                                    callback_group=estop_group)
         self._reset_srv = node.create_service(ResetEstop, "estop_reset", self._on_reset, callback_group=estop_group)
+        self._scene_sub = node.create_subscription(SceneDescription, s.scene_topic, self._on_scene, LATCHED,
+                                                   callback_group=ReentrantCallbackGroup())
         self._timer = node.create_timer(1.0 / s.status_rate, self.publish_status,
                                         callback_group=MutuallyExclusiveCallbackGroup())
+        self._camera: SpotCameraPublisher | None = None
+        if s.camera.rate > 0.0:
+            self._camera = SpotCameraPublisher(node, logger, robot, s)
+        self.publish_status()
+
+    def attach(self, backend: SpotKitchenSkills) -> None:
+        self._backend = backend
         self.publish_status()
 
     def close(self) -> None:
         self._timer.cancel()
+        if self._camera is not None:
+            self._camera.close()
 
     def start_posture(self) -> None:
         """Power on and stand as configured; a failure is logged and shows on robot/status (no raise)."""
@@ -57,8 +91,16 @@ class SpotRosBridge:
         self.publish_status()
 
     # ----- callbacks ------------------------------------------------------------------------
+    def _on_scene(self, msg: SceneDescription) -> None:
+        if msg.header.frame_id and msg.header.frame_id != ODOM:
+            self._node.get_logger().error(
+                f"{self._s.scene_topic} is in frame {msg.header.frame_id!r}, not {ODOM!r}: ignored (set "
+                "perception's base_frame to odom)", throttle_duration_sec=10.0)
+            return
+        self._scene.update(scene_objects_from_msg(msg.objects))
+
     def _on_estop(self, msg: Bool) -> None:
-        if not msg.data:
+        if not msg.data or self._backend is None:
             return
         self._backend.estop_reason = "estop topic"
         self._backend.estop_latched = True
@@ -69,7 +111,8 @@ class SpotRosBridge:
         self.publish_status()
 
     def _on_reset(self, _req: ResetEstop.Request, res: ResetEstop.Response) -> ResetEstop.Response:
-        was = self._backend.estop_latched
+        backend = self._backend
+        was = backend is not None and backend.estop_latched
         try:
             if was:
                 self._robot.estop_release()
@@ -77,7 +120,8 @@ class SpotRosBridge:
             res.success, res.message = False, f"could not release Spot's software e-stop: {e}"
             self.publish_status()
             return res
-        self._backend.estop_latched, self._backend.estop_reason = False, ""
+        if backend is not None:
+            backend.estop_latched, backend.estop_reason = False, ""
         res.success = True
         res.message = "e-stop reset" if was else "e-stop was not latched"
         if was:
@@ -91,12 +135,15 @@ class SpotRosBridge:
         msg.header.stamp = self._node.get_clock().now().to_msg()
         msg.header.frame_id = self._frame_id
         msg.backend = "spot"
-        fill_spot_status(msg, status, self._backend.estop_latched, self._backend.estop_reason)
+        b = self._backend
+        fill_spot_status(msg, status, b is not None and b.estop_latched, b.estop_reason if b is not None else "",
+                         holding=b is not None and b.held is not None)
         with self._status_lock:
             self._status_pub.publish(msg)
 
 
-def fill_spot_status(msg: RobotStatus, status: SpotStatus, estop_latched: bool, estop_reason: str) -> None:
+def fill_spot_status(msg: RobotStatus, status: SpotStatus, estop_latched: bool, estop_reason: str,
+                     holding: bool = False) -> None:
     """RobotStatus from a SpotStatus, as arm_ros.fill_status does for an ArmStatus. The UR mode numbers
     stay 0; their names carry Spot's state (MOTORS_OFF / SITTING / STANDING; NORMAL / ESTOPPED /
     BEHAVIOR_FAULT). protective_stop = a behaviour fault, emergency_stop = any e-stop of the robot."""
@@ -113,4 +160,118 @@ def fill_spot_status(msg: RobotStatus, status: SpotStatus, estop_latched: bool, 
     if estop_latched:
         faults.insert(0, f"software e-stop latched ({estop_reason})")
     msg.fault = "; ".join(faults)
-    msg.holding = False
+    msg.holding = holding
+
+
+# ---- the hand camera -----------------------------------------------------------------------------------
+
+def stamp_msg(t_s: float) -> Time:
+    sec = int(t_s // 1)
+    return Time(sec=sec, nanosec=min(int(round((t_s - sec) * 1e9)), 999_999_999))
+
+
+def image_msg(image: Any, stamp: Time, frame_id: str) -> Image:
+    """sensor_msgs/Image of a SpotImage: rgb8 as is; depth (16UC1 in 1/depth_scale m) as 16UC1 mm."""
+    msg = Image()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    msg.height, msg.width, msg.is_bigendian = int(image.height), int(image.width), 0
+    if image.encoding == "rgb8":
+        msg.encoding, msg.step, data = "rgb8", 3 * int(image.width), bytes(image.data)
+    elif image.encoding == "16UC1":
+        msg.encoding, msg.step = "16UC1", 2 * int(image.width)
+        data = depth_to_mm(bytes(image.data), float(image.depth_scale))
+    else:
+        raise ValueError(f"image {image.source}: unsupported encoding {image.encoding!r}")
+    if len(data) != msg.step * msg.height:
+        raise ValueError(f"image {image.source}: {len(data)} bytes for {msg.width}x{msg.height} {msg.encoding}")
+    msg.data = data
+    return msg
+
+
+def depth_to_mm(data: bytes, depth_scale: float) -> bytes:
+    """Little-endian uint16 depth in units of 1/depth_scale m -> uint16 mm (0 stays 0 = no depth)."""
+    if depth_scale == 1000.0:
+        return data
+    import numpy as np
+
+    raw = np.frombuffer(data, dtype="<u2").astype(np.float64)
+    return np.clip(np.rint(raw * (1000.0 / depth_scale)), 0, 65535).astype("<u2").tobytes()
+
+
+def camera_info_msg(image: Any, stamp: Time, frame_id: str) -> CameraInfo:
+    """Pinhole CameraInfo (no distortion: Spot's images come rectified) from a SpotImage's intrinsics (px)."""
+    msg = CameraInfo()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    msg.height, msg.width = int(image.height), int(image.width)
+    fx, fy, cx, cy = float(image.fx), float(image.fy), float(image.cx), float(image.cy)
+    msg.distortion_model = "plumb_bob"
+    msg.d = [0.0] * 5
+    msg.k = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg
+
+
+def transform_msg(stamp: Time, parent: str, child: str, pose: Pose3) -> TransformStamped:
+    msg = TransformStamped()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
+    (msg.transform.translation.x, msg.transform.translation.y, msg.transform.translation.z) = pose[0]
+    (msg.transform.rotation.x, msg.transform.rotation.y, msg.transform.rotation.z,
+     msg.transform.rotation.w) = pose[1]
+    return msg
+
+
+def camera_messages(color: Any, depth: Any | None, namespace: str
+                    ) -> tuple[list[tuple[str, Any]], list[TransformStamped]]:
+    """(topic, message) pairs and the /tf transforms of one colour (+ aligned depth) capture, all stamped
+    with the colour image's acquisition time."""
+    stamp = stamp_msg(float(color.stamp_s))
+    frame = str(color.frame_name)
+    out: list[tuple[str, Any]] = [(f"{namespace}/color/image_raw", image_msg(color, stamp, frame)),
+                                  (f"{namespace}/color/camera_info", camera_info_msg(color, stamp, frame))]
+    if depth is not None:
+        out.append((f"{namespace}/aligned_depth_to_color/image_raw", image_msg(depth, stamp, frame)))
+    body_sensor = compose3(invert3(color.odom_from_body), color.odom_from_sensor)
+    tf = [transform_msg(stamp, ODOM, BODY, color.odom_from_body), transform_msg(stamp, BODY, frame, body_sensor)]
+    return out, tf
+
+
+class SpotCameraPublisher:
+    """Reads the hand colour and aligned depth images at `spot.camera.rate` Hz and publishes them with their
+    camera info and TF. A failed read (robot not reachable) is logged (throttled) and retried."""
+
+    def __init__(self, node: Node, logger: logging.Logger, robot: SpotRobot, s: SpotBackendSettings) -> None:
+        from tf2_msgs.msg import TFMessage
+
+        self._node, self._log, self._robot = node, logger, robot
+        c = self._c = s.camera
+        self._tf_msg = TFMessage
+        sensor_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        self._pubs = {
+            f"{c.namespace}/color/image_raw": node.create_publisher(Image, f"{c.namespace}/color/image_raw",
+                                                                     sensor_qos),
+            f"{c.namespace}/color/camera_info": node.create_publisher(CameraInfo, f"{c.namespace}/color/camera_info",
+                                                                       sensor_qos),
+            f"{c.namespace}/aligned_depth_to_color/image_raw": node.create_publisher(
+                Image, f"{c.namespace}/aligned_depth_to_color/image_raw", sensor_qos),
+        }
+        self._tf = node.create_publisher(TFMessage, "/tf", 100)
+        self._timer = node.create_timer(1.0 / c.rate, self.publish, callback_group=MutuallyExclusiveCallbackGroup())
+
+    def publish(self) -> None:
+        try:
+            images: Sequence[Any] = self._robot.get_images([self._c.color_source, self._c.depth_source])
+            by = {i.source: i for i in images}
+            color = by.get(self._c.color_source)
+            if color is None:
+                raise ValueError(f"no {self._c.color_source} image in the response")
+            msgs, tf = camera_messages(color, by.get(self._c.depth_source), self._c.namespace)
+        except Exception as e:  # noqa: BLE001 - a sensor loop: say why (throttled) and try the next period
+            self._node.get_logger().warning(f"Spot camera: {type(e).__name__}: {e}", throttle_duration_sec=5.0)
+            return
+        self._tf.publish(self._tf_msg(transforms=tf))  # the pose first: perception looks it up per image
+        for topic, msg in msgs:
+            self._pubs[topic].publish(msg)
+
+    def close(self) -> None:
+        self._timer.cancel()

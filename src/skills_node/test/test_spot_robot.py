@@ -37,7 +37,7 @@ def settings_for(fake: FakeSpot, **overrides: object) -> SpotSettings:
         hostname="127.0.0.1", port=fake.port, client_name="monologue-test", ca_cert_path=str(fake.ca_cert_path),
         rpc_timeout_s=RPC_TIMEOUT_S, connect_timeout_s=5.0, command_timeout_s=5.0, feedback_period_s=0.05,
         take_lease=False, lease_check_period_s=0.2, estop_timeout_s=3.0, max_linear_velocity=0.5,
-        max_angular_velocity=0.8,
+        max_angular_velocity=0.8, max_arm_reach=1.0,
     )
     values.update(overrides)
     return SpotSettings(**values)  # type: ignore[arg-type]
@@ -127,6 +127,27 @@ def test_go_to_sends_body_frame_trajectory(standing: SpotRobot, fake: FakeSpot) 
     goal = traj.trajectory.points[0].pose
     assert (goal.position.x, goal.position.y, goal.angle) == pytest.approx((1.0, 0.5, 0.3))
     assert mobility_params(request).vel_limit.max_vel.linear.y == pytest.approx(0.5)
+
+
+def test_odometry_follows_body_and_odom_frame_walks(standing: SpotRobot, fake: FakeSpot) -> None:
+    assert standing.body_pose() == pytest.approx((0.0, 0.0, 0.0))
+    standing.go_to(1.0, 0.5, 0.3, timeout_s=3.0)  # body frame
+    assert standing.body_pose() == pytest.approx((1.0, 0.5, 0.3))
+    standing.go_to(1.0, 0.0, 0.0, timeout_s=3.0)  # 1 m ahead along the new heading
+    assert standing.body_pose() == pytest.approx((1.0 + 0.955336, 0.5 + 0.295520, 0.3), abs=1e-5)
+    standing.go_to_odom(-0.5, 0.2, -1.0, timeout_s=3.0)
+    assert standing.body_pose() == pytest.approx((-0.5, 0.2, -1.0))
+    _, request = fake.commands()[-1]
+    assert request.command.synchronized_command.mobility_command.se2_trajectory_request.se2_frame_name == "odom"
+    assert not standing.holding() and not standing.status().holding
+
+
+def test_odometry_unreadable_is_a_fault(standing: SpotRobot, fake: FakeSpot) -> None:
+    fake.go_silent()
+    with pytest.raises(SpotFault) as err:
+        standing.body_pose()
+    assert err.value.cause == SpotFaultCause.CONNECTION_LOST
+    fake.resume()
 
 
 @pytest.mark.parametrize("velocity", [(0.6, 0.0, 0.0), (0.0, -0.7, 0.0), (0.0, 0.0, 1.0)])

@@ -14,8 +14,14 @@ What it does, in order, on `connect()`:
    someone else (the tablet) is detected by the keep-alive and by the next command, and reported as a
    `SpotFault` with cause `LEASE_LOST`.
 Then `power_on()`, `stand()`, `sit()`, `power_off()`, `move()` (body-frame SE2 velocity for a duration),
-`go_to()` (an SE2 trajectory relative to the body) and `stop()`; `status()` reads the robot state into a
+`go_to()` (an SE2 trajectory relative to the body), `go_to_odom()` (to a pose in the odometry frame) and
+`stop()`; `body_pose()` reads odom_T_body from the kinematic state; `status()` reads the robot state into a
 `SpotStatus` shaped like the UR5e backend's `ArmStatus` (`ok`, `fault()` -> `FaultKind`, `describe()`).
+GraphNav: `navigate_to_waypoint()` (navigate_to + navigation feedback), `graph_nav_waypoint()`.
+Cameras: `get_images()` (ImageClient.get_image, RAW pixels) -> `SpotImage` (pixels, intrinsics, poses).
+Arm: `pick_in_image()` (ManipulationApi PickObjectInImage; a failed grasp raises `GraspFailed`, not a
+fault), `holding()`, `arm_stow()`, `arm_carry()`, `arm_reach()` (hand to a body-frame point, refused beyond
+`max_arm_reach`), `gripper_open()`, `gripper_close()`.
 
 Errors: every SDK failure becomes a `SpotFault` (an `ArmFault`, so the skills layer treats it as a robot
 fault) with a `SpotFaultCause`; motions over the configured velocity limits are refused before anything is
@@ -25,23 +31,42 @@ robot gives `SpotFault(CONNECTION_LOST)` within those, never a hang.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 import bosdyn.client  # type: ignore[import-untyped, unused-ignore]
-from bosdyn.api import basic_command_pb2, geometry_pb2, robot_state_pb2  # type: ignore[import-untyped, unused-ignore]
+from bosdyn.api import (  # type: ignore[import-untyped, unused-ignore]
+    arm_command_pb2,
+    basic_command_pb2,
+    geometry_pb2,
+    gripper_command_pb2,
+    image_pb2,
+    manipulation_api_pb2,
+    robot_state_pb2,
+)
+from bosdyn.api.graph_nav import graph_nav_pb2  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client import exceptions as sdk_errors  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.auth import AuthClient, InvalidLoginError  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.directory import DirectoryClient  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.estop import EstopClient, EstopEndpoint, EstopKeepAlive  # type: ignore[import-untyped, unused-ignore]
-from bosdyn.client.frame_helpers import GRAV_ALIGNED_BODY_FRAME_NAME  # type: ignore[import-untyped, unused-ignore]
+from bosdyn.client.frame_helpers import (  # type: ignore[import-untyped, unused-ignore]
+    BODY_FRAME_NAME,
+    GRAV_ALIGNED_BODY_FRAME_NAME,
+    ODOM_FRAME_NAME,
+    get_a_tform_b,
+    get_odom_tform_body,
+)
+from bosdyn.client.graph_nav import GraphNavClient, GraphNavServiceResponseError  # type: ignore[import-untyped, unused-ignore]
+from bosdyn.client.image import ImageClient, build_image_request  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.lease import (  # type: ignore[import-untyped, unused-ignore]
     LeaseClient,
     LeaseKeepAlive,
@@ -49,6 +74,7 @@ from bosdyn.client.lease import (  # type: ignore[import-untyped, unused-ignore]
     NoSuchLease,
     ResourceAlreadyClaimedError,
 )
+from bosdyn.client.manipulation_api_client import ManipulationApiClient  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.power import EstoppedError, PowerClient  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.robot_command import (  # type: ignore[import-untyped, unused-ignore]
     BehaviorFaultError,
@@ -72,6 +98,33 @@ _SIT = basic_command_pb2.SitCommand.Feedback
 _ESTOPPED = robot_state_pb2.EStopState.STATE_ESTOPPED
 _MOTORS_ON = robot_state_pb2.PowerState.STATE_ON
 _STANDING_STATES = (robot_state_pb2.BehaviorState.STATE_STANDING, robot_state_pb2.BehaviorState.STATE_STEPPING)
+_NAMED_ARM = arm_command_pb2.NamedArmPositionsCommand.Feedback
+_CARTESIAN = arm_command_pb2.ArmCartesianCommand.Feedback
+_CLAW = gripper_command_pb2.ClawGripperCommand.Feedback
+_MANIP = manipulation_api_pb2.ManipulationFeedbackState
+_NAV = graph_nav_pb2.NavigationFeedbackResponse
+_NAV_FAILURES = {  # navigation feedback status -> what it means
+    _NAV.STATUS_NO_ROUTE: "no route to the waypoint",
+    _NAV.STATUS_NO_LOCALIZATION: "GraphNav is not localized to the map",
+    _NAV.STATUS_NOT_LOCALIZED_TO_ROUTE: "GraphNav is not localized to the route",
+    _NAV.STATUS_LOST: "GraphNav is lost (localization failed on the way)",
+    _NAV.STATUS_STUCK: "the robot is stuck (blocked path)",
+    _NAV.STATUS_ROBOT_IMPAIRED: "the robot is impaired",
+    _NAV.STATUS_COMMAND_TIMED_OUT: "the navigation command expired",
+    _NAV.STATUS_CONSTRAINT_FAULT: "a route constraint was violated",
+    _NAV.STATUS_COMMAND_OVERRIDDEN: "another command overrode the navigation",
+    _NAV.STATUS_LEASE_ERROR: "lease error",
+    _NAV.STATUS_AREA_CALLBACK_ERROR: "an area callback failed",
+}
+_GRASP_FAILURES = (_MANIP.MANIP_STATE_GRASP_FAILED, _MANIP.MANIP_STATE_GRASP_PLANNING_NO_SOLUTION,
+                   _MANIP.MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP, _MANIP.MANIP_STATE_PLACE_FAILED,
+                   _MANIP.MANIP_STATE_PLACE_FAILED_TO_RAYCAST_INTO_MAP)
+HAND_COLOR_FRAME = "hand_color_image_sensor"
+ARM_TRAJECTORY_S = 2.0  # s, time of an arm_reach trajectory (at most half its timeout)
+
+Vec3 = tuple[float, float, float]  # m
+Quat = tuple[float, float, float, float]  # x, y, z, w (unit)
+Pose3 = tuple[Vec3, Quat]
 
 
 class SpotFaultCause(Enum):
@@ -84,6 +137,7 @@ class SpotFaultCause(Enum):
     NOT_POWERED = "motors off"
     BEHAVIOR_FAULT = "behaviour fault"
     COMMAND_FAILED = "command failed"  # refused, or its feedback reported failure
+    NAVIGATION_FAILED = "navigation failed"  # GraphNav: lost, stuck, no route, not localized, impaired
     TIMEOUT = "timeout"  # a command did not finish within its time limit
 
     @property
@@ -99,6 +153,7 @@ _CAUSE_KIND = {
     SpotFaultCause.NOT_POWERED: FaultKind.NOT_RUNNING,
     SpotFaultCause.BEHAVIOR_FAULT: FaultKind.SAFETY_STOP,
     SpotFaultCause.COMMAND_FAILED: FaultKind.COMMAND_FAILED,
+    SpotFaultCause.NAVIGATION_FAILED: FaultKind.COMMAND_FAILED,
     SpotFaultCause.TIMEOUT: FaultKind.TIMEOUT,
 }
 
@@ -110,6 +165,36 @@ class SpotFault(ArmFault):
         # ArmFault prefixes the kind ("lease lost: ..."); name the cause only where it says more than that.
         super().__init__(cause.kind, reason if cause.value == cause.kind.value else f"{cause.value}: {reason}")
         self.cause = cause
+
+
+class GraspFailed(Exception):
+    """The grasp did not succeed (ManipulationApi feedback: GRASP_FAILED, planning found no solution, the
+    pixel's ray hit nothing...) while the robot is fine: the skill failed, not the robot (not an ArmFault)."""
+
+    def __init__(self, state: str, reason: str = "") -> None:
+        super().__init__(f"grasp failed ({state}){': ' + reason if reason else ''}")
+        self.state = state  # the ManipulationFeedbackState name, e.g. "MANIP_STATE_GRASP_FAILED"
+
+
+@dataclass(frozen=True)
+class SpotImage:
+    """One image from Spot's image service, decoded, with what is needed to use it geometrically."""
+
+    source: str  # e.g. "hand_color_image", "hand_depth_in_hand_color_frame"
+    encoding: str  # "rgb8" | "16UC1" (depth, units of 1/depth_scale m)
+    width: int  # px
+    height: int  # px
+    data: bytes  # row-major, no padding
+    depth_scale: float  # depth units per m (Spot: 1000 -> mm); 0.0 for colour
+    fx: float  # px, pinhole intrinsics
+    fy: float
+    cx: float
+    cy: float
+    frame_name: str  # the sensor frame, e.g. "hand_color_image_sensor" (optical: z forward, x right, y down)
+    odom_from_sensor: Pose3  # at acquisition, from the response's transforms_snapshot
+    odom_from_body: Pose3
+    stamp_s: float  # acquisition time, local wall-clock s (robot clock converted by time sync)
+    response: Any = field(repr=False, compare=False)  # the raw bosdyn ImageResponse (for ManipulationApi)
 
 
 @dataclass(frozen=True)
@@ -146,6 +231,7 @@ class SpotSettings:
     estop_timeout_s: float  # s, the robot cuts motors when our endpoint is silent this long
     max_linear_velocity: float  # m/s, per axis, body frame
     max_angular_velocity: float  # rad/s, yaw
+    max_arm_reach: float  # m from the body origin: arm_reach targets beyond are refused before sending
 
     def __post_init__(self) -> None:
         if not self.hostname:
@@ -153,7 +239,8 @@ class SpotSettings:
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be 1..65535, got {self.port}")
         for name in ("rpc_timeout_s", "connect_timeout_s", "command_timeout_s", "feedback_period_s",
-                     "lease_check_period_s", "estop_timeout_s", "max_linear_velocity", "max_angular_velocity"):
+                     "lease_check_period_s", "estop_timeout_s", "max_linear_velocity", "max_angular_velocity",
+                     "max_arm_reach"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be > 0, got {value}")
@@ -170,6 +257,7 @@ class SpotStatus:
     powered: bool = False  # motor power on
     standing: bool = False
     lease_held: bool = False  # we hold the body lease
+    holding: bool = False  # the gripper holds something (manipulator_state.is_gripper_holding_item)
     detail: str = ""  # extra words, e.g. why the connection was lost
 
     @property
@@ -197,6 +285,8 @@ class SpotStatus:
             return f"not connected{': ' + self.detail if self.detail else ''}"
         words = ["motors on" if self.powered else "motors off", "standing" if self.standing else "not standing",
                  "lease held" if self.lease_held else "lease not held"]
+        if self.holding:
+            words.append("holding an item")
         if self.estopped:
             words.append(f"e-stopped ({self.estop_detail})" if self.estop_detail else "e-stopped")
         if self.behavior_faults:
@@ -236,7 +326,36 @@ def _with_deadline(client_class: Any, timeout_s: float) -> Any:
 
 
 _CLIENTS = (RobotIdClient, AuthClient, DirectoryClient, TimeSyncClient, LeaseClient, EstopClient, PowerClient,
-            RobotStateClient, RobotCommandClient)
+            RobotStateClient, RobotCommandClient, ImageClient, ManipulationApiClient, GraphNavClient)
+
+
+def _mobility_feedback(fb: Any) -> Any:
+    return fb.synchronized_feedback.mobility_command_feedback
+
+
+def _arm_feedback(fb: Any) -> Any:
+    return fb.synchronized_feedback.arm_command_feedback
+
+
+def _gripper_feedback(fb: Any) -> Any:
+    """The gripper part; its claw feedback has the goal status."""
+    return fb.synchronized_feedback.gripper_command_feedback
+
+
+def _pose3(pose: Any) -> Pose3:
+    """A bosdyn math_helpers.SE3Pose as ((x, y, z) m, (qx, qy, qz, qw))."""
+    return ((float(pose.x), float(pose.y), float(pose.z)),
+            (float(pose.rot.x), float(pose.rot.y), float(pose.rot.z), float(pose.rot.w)))
+
+
+def _jpeg_to_rgb(data: bytes, what: str) -> bytes:
+    """Decode a JPEG image to RGB bytes (Pillow)."""
+    try:
+        from PIL import Image as PilImage
+    except ImportError as e:
+        raise SpotFault(SpotFaultCause.COMMAND_FAILED, f"{what} is a JPEG and Pillow is not installed") from e
+    with PilImage.open(io.BytesIO(data)) as im:
+        return im.convert("RGB").tobytes()
 
 
 def _describe_sdk_error(e: BaseException) -> str:
@@ -251,8 +370,11 @@ class SpotRobot:
     `connect()` then power_on / stand / move / go_to / sit / power_off; `close()` (or leaving the `with`
     block) stops motion, returns the lease and stops the keep-alives, on every exit path.
     Outcomes: methods return on success; raise `SpotFault` (robot fault: lease lost, e-stop, behaviour
-    fault, motors off, feedback failure, timeout, connection lost), `MotionRefused` (over the velocity
-    limits; nothing sent) or `MotionInterrupted` (cancelled; a stop was sent).
+    fault, motors off, feedback failure, navigation failure, timeout, connection lost), `MotionRefused`
+    (over the velocity limits, beyond the arm's reach, outside the image; nothing sent), `MotionInterrupted`
+    (cancelled; a stop was sent) or, from `pick_in_image` only, `GraspFailed` (the robot is fine).
+    `status()`, `body_pose()`, `holding()`, `graph_nav_waypoint()` and `get_images()` may be called from
+    other threads while a motion runs.
     """
 
     def __init__(
@@ -271,6 +393,7 @@ class SpotRobot:
         self._command_client: Any = None
         self._state_client: Any = None
         self._power_client: Any = None
+        self._optional_clients: dict[str, Any] = {}  # service name -> client (image, manipulation, graph nav)
         self._lease_keepalive: Any = None
         self._estop_endpoint: Any = None
         self._estop_keepalive: Any = None
@@ -328,6 +451,7 @@ class SpotRobot:
         self._state_client = robot.ensure_client(RobotStateClient.default_service_name)
         self._power_client = robot.ensure_client(PowerClient.default_service_name)
         self._command_client = robot.ensure_client(RobotCommandClient.default_service_name)
+        # Clients of optional services: created on first use (a robot without an arm or a map still connects).
         lease_client = robot.ensure_client(LeaseClient.default_service_name)
         self._lease_client = lease_client
         # E-stop first: the robot will not power on without a live endpoint.
@@ -370,6 +494,7 @@ class SpotRobot:
             # safe state for a robot nobody is driving.
             self._estop_keepalive.shutdown()
             self._estop_keepalive = None
+        self._optional_clients = {}
         robot.__exit__(None, None, None)  # stops the SDK's time-sync and token threads
         self._log.info("disconnected from Spot %s", self.cfg.hostname)
 
@@ -498,6 +623,245 @@ class SpotRobot:
         self._run(command, "go to", timeout_s, time.time() + timeout_s,
                   lambda fb: fb.se2_trajectory_feedback.status == _TRAJ.STATUS_AT_GOAL, cancel)
 
+    def go_to_odom(self, x: float, y: float, yaw: float, timeout_s: float,
+                   cancel: threading.Event | None = None) -> None:
+        """Walk to (x, y) m, heading yaw rad, in the odometry frame `odom` (fixed in the world: after an
+        interrupted walk, the same target still means the same place)."""
+        if not all(math.isfinite(v) for v in (x, y, yaw, timeout_s)) or timeout_s <= 0.0:
+            raise MotionRefused(Refusal.INVALID_TARGET, f"go_to_odom({x}, {y}, {yaw}, timeout {timeout_s}) is invalid")
+        self._log.info("go to (%.2f, %.2f) m, %.2f rad in odom", x, y, yaw)
+        command = RobotCommandBuilder.synchro_se2_trajectory_point_command(
+            x, y, yaw, frame_name=ODOM_FRAME_NAME, params=self._mobility_params())
+        self._run(command, "go to", timeout_s, time.time() + timeout_s,
+                  lambda fb: fb.se2_trajectory_feedback.status == _TRAJ.STATUS_AT_GOAL, cancel)
+
+    # -- GraphNav --------------------------------------------------------------------------------
+    def navigate_to_waypoint(self, waypoint_id: str, timeout_s: float, cancel: threading.Event | None = None) -> None:
+        """Walk to a waypoint of the map loaded on the robot (GraphNav navigate_to, then navigation feedback
+        until STATUS_REACHED_GOAL). Lost, stuck, no route, not localized, impaired -> SpotFault
+        (NAVIGATION_FAILED unless the lease, an e-stop, a behaviour fault or the motors explain it)."""
+        if not waypoint_id or not math.isfinite(timeout_s) or timeout_s <= 0.0:
+            raise MotionRefused(Refusal.INVALID_TARGET,
+                                f"navigate_to_waypoint({waypoint_id!r}, timeout {timeout_s}) is invalid")
+        self._require()
+        client = self._client(GraphNavClient, "navigate")
+        what = f"navigate to waypoint {waypoint_id}"
+        self._log.info("%s", what)
+        c = self.cfg
+        with self._motion_slot(what):
+            try:
+                # the robot's own expiry a little after ours: our time limit stops it (TIMEOUT + stop command)
+                cid = client.navigate_to(waypoint_id, cmd_duration=timeout_s + c.rpc_timeout_s, timeout=c.rpc_timeout_s)
+            except Exception as e:
+                raise self._fault_from(e, what) from e
+
+            def poll() -> bool:
+                try:
+                    fb = client.navigation_feedback(cid, timeout=c.rpc_timeout_s)
+                except Exception as e:
+                    raise self._fault_from(e, f"{what} feedback") from e
+                if fb.status == _NAV.STATUS_REACHED_GOAL:
+                    return True
+                if fb.status in (_NAV.STATUS_FOLLOWING_ROUTE, _NAV.STATUS_UNKNOWN):
+                    return False
+                name = _NAV.Status.Name(fb.status)
+                raise self._robot_fault(what, name) or SpotFault(
+                    SpotFaultCause.NAVIGATION_FAILED, f"{what}: {_NAV_FAILURES.get(fb.status, name)} ({name})")
+
+            self._follow(what, timeout_s, cancel, poll)
+
+    def graph_nav_waypoint(self) -> str:
+        """The waypoint GraphNav is localized at ("" when not localized)."""
+        self._require()
+        client = self._client(GraphNavClient, "graph nav localization")
+        try:
+            state = client.get_localization_state(timeout=self.cfg.rpc_timeout_s)
+        except Exception as e:
+            raise self._fault_from(e, "graph nav localization") from e
+        return str(state.localization.waypoint_id)
+
+    # -- arm -------------------------------------------------------------------------------------
+    def _arm(self, command: Any, what: str, timeout_s: float, cancel: threading.Event | None,
+             done: Callable[[Any], bool], gripper: bool = False) -> None:
+        if not math.isfinite(timeout_s) or timeout_s <= 0.0:
+            raise MotionRefused(Refusal.INVALID_TARGET, f"{what}: timeout {timeout_s} s must be > 0")
+        self._log.info("%s", what)
+        self._run(command, what, timeout_s, None, done, cancel,
+                  feedback=_gripper_feedback if gripper else _arm_feedback)
+
+    def arm_stow(self, timeout_s: float, cancel: threading.Event | None = None) -> None:
+        """Fold the arm onto the body."""
+        self._arm(RobotCommandBuilder.arm_stow_command(), "arm stow", timeout_s, cancel,
+                  lambda fb: fb.named_arm_position_feedback.status == _NAMED_ARM.STATUS_COMPLETE)
+
+    def arm_carry(self, timeout_s: float, cancel: threading.Event | None = None) -> None:
+        """Hold the hand in front of the body (the carry pose, for walking with an object)."""
+        self._arm(RobotCommandBuilder.arm_carry_command(), "arm carry", timeout_s, cancel,
+                  lambda fb: fb.named_arm_position_feedback.status == _NAMED_ARM.STATUS_COMPLETE)
+
+    def arm_reach(self, x: float, y: float, z: float, timeout_s: float,
+                  cancel: threading.Event | None = None) -> None:
+        """Move the hand to (x, y, z) m in the body frame, gripper pointing forward. Refused
+        (MotionRefused INVALID_TARGET, nothing sent) beyond `max_arm_reach` m from the body origin."""
+        if not all(math.isfinite(v) for v in (x, y, z)):
+            raise MotionRefused(Refusal.INVALID_TARGET, f"arm target ({x}, {y}, {z}) is not finite")
+        reach = math.sqrt(x * x + y * y + z * z)
+        if reach > self.cfg.max_arm_reach:
+            raise MotionRefused(Refusal.INVALID_TARGET, f"arm target ({x:.2f}, {y:.2f}, {z:.2f}) m is {reach:.2f} m "
+                                f"from the body, beyond the reach limit {self.cfg.max_arm_reach:.2f} m")
+        if not math.isfinite(timeout_s) or timeout_s <= 0.0:
+            raise MotionRefused(Refusal.INVALID_TARGET, f"arm reach: timeout {timeout_s} s must be > 0")
+        seconds = min(ARM_TRAJECTORY_S, timeout_s / 2.0)
+        command = RobotCommandBuilder.arm_pose_command(x, y, z, 1.0, 0.0, 0.0, 0.0, BODY_FRAME_NAME, seconds)
+        self._arm(command, f"arm reach to ({x:.2f}, {y:.2f}, {z:.2f}) m", timeout_s, cancel,
+                  lambda fb: fb.arm_cartesian_feedback.status == _CARTESIAN.STATUS_TRAJECTORY_COMPLETE)
+
+    def gripper_open(self, timeout_s: float, cancel: threading.Event | None = None) -> None:
+        """Open the gripper (lets go of what it holds)."""
+        self._arm(RobotCommandBuilder.claw_gripper_open_command(), "gripper open", timeout_s, cancel,
+                  lambda fb: fb.claw_gripper_feedback.status == _CLAW.STATUS_AT_GOAL, gripper=True)
+
+    def gripper_close(self, timeout_s: float, cancel: threading.Event | None = None) -> None:
+        """Close the gripper (done at the closed position or when squeezing something)."""
+        self._arm(RobotCommandBuilder.claw_gripper_close_command(), "gripper close", timeout_s, cancel,
+                  lambda fb: fb.claw_gripper_feedback.status in (_CLAW.STATUS_AT_GOAL, _CLAW.STATUS_APPLYING_FORCE),
+                  gripper=True)
+
+    def pick_in_image(self, image: SpotImage, pixel: tuple[float, float], timeout_s: float,
+                      cancel: threading.Event | None = None) -> None:
+        """Grasp what is at `pixel` (u, v px) of `image` (ManipulationApi PickObjectInImage with the image's
+        frame tree, sensor frame and camera model), following the feedback until GRASP_SUCCEEDED.
+        A failed grasp with the robot fine -> GraspFailed(state); lease, e-stop, faults -> SpotFault."""
+        u, v = pixel
+        if not (math.isfinite(u) and math.isfinite(v) and 0.0 <= u < image.width and 0.0 <= v < image.height):
+            raise MotionRefused(Refusal.INVALID_TARGET, f"pixel ({u}, {v}) is outside the {image.width}x"
+                                f"{image.height} image {image.source}")
+        if not math.isfinite(timeout_s) or timeout_s <= 0.0:
+            raise MotionRefused(Refusal.INVALID_TARGET, f"grasp: timeout {timeout_s} s must be > 0")
+        self._require()
+        client = self._client(ManipulationApiClient, "grasp")
+        shot = image.response.shot
+        pick = manipulation_api_pb2.PickObjectInImage(
+            pixel_xy=geometry_pb2.Vec2(x=u, y=v), transforms_snapshot_for_camera=shot.transforms_snapshot,
+            frame_name_image_sensor=shot.frame_name_image_sensor, camera_model=image.response.source.pinhole)
+        request = manipulation_api_pb2.ManipulationApiRequest(pick_object_in_image=pick)
+        what = f"grasp at pixel ({u:.0f}, {v:.0f}) of {image.source}"
+        self._log.info("%s", what)
+        c = self.cfg
+        with self._motion_slot(what):
+            try:
+                cid = client.manipulation_api_command(manipulation_api_request=request,
+                                                      timeout=c.rpc_timeout_s).manipulation_cmd_id
+            except Exception as e:
+                raise self._fault_from(e, what) from e
+            fb_request = manipulation_api_pb2.ManipulationApiFeedbackRequest(manipulation_cmd_id=cid)
+
+            def poll() -> bool:
+                try:
+                    fb = client.manipulation_api_feedback_command(manipulation_api_feedback_request=fb_request,
+                                                                  timeout=c.rpc_timeout_s)
+                except Exception as e:
+                    raise self._fault_from(e, f"{what} feedback") from e
+                if fb.current_state == _MANIP.MANIP_STATE_GRASP_SUCCEEDED:
+                    return True
+                if fb.current_state in _GRASP_FAILURES:
+                    name = _MANIP.Name(fb.current_state)
+                    fault = self._robot_fault(what, name)
+                    if fault is not None:
+                        raise fault
+                    raise GraspFailed(name)
+                return False
+
+            self._follow(what, timeout_s, cancel, poll)
+
+    def holding(self) -> bool:
+        """True when the gripper holds something (the robot state's manipulator state)."""
+        state = self._robot_state("holding")
+        return bool(state.manipulator_state.is_gripper_holding_item)
+
+    # -- cameras ---------------------------------------------------------------------------------
+    def get_images(self, sources: Sequence[str]) -> list[SpotImage]:
+        """One image per source, taken together (ImageClient.get_image, RAW pixels: RGB for colour sources,
+        16-bit depth for sources named *depth*), decoded, with intrinsics and poses at acquisition."""
+        if self._robot is None:
+            raise SpotFault(SpotFaultCause.CONNECTION_LOST, f"images: not connected to {self.cfg.hostname}")
+        client = self._client(ImageClient, "images")
+        fmt = image_pb2.Image
+        requests = [build_image_request(
+            src, quality_percent=100, image_format=fmt.FORMAT_RAW,
+            pixel_format=fmt.PIXEL_FORMAT_DEPTH_U16 if "depth" in src else fmt.PIXEL_FORMAT_RGB_U8) for src in sources]
+        try:
+            responses = client.get_image(requests, timeout=self.cfg.rpc_timeout_s)
+        except Exception as e:
+            raise self._fault_from(e, f"images {list(sources)}") from e
+        return [self._decode_image(r) for r in responses]
+
+    def _decode_image(self, response: Any) -> SpotImage:
+        shot, source = response.shot, response.source
+        img = shot.image
+        rows, cols = int(img.rows), int(img.cols)
+        what = f"image {source.name}"
+        fmt = image_pb2.Image
+        depth_scale = 0.0
+        if img.format == fmt.FORMAT_JPEG:
+            data, encoding = _jpeg_to_rgb(img.data, what), "rgb8"
+        elif img.format == fmt.FORMAT_RAW and img.pixel_format == fmt.PIXEL_FORMAT_RGB_U8:
+            data, encoding = bytes(img.data), "rgb8"
+        elif img.format == fmt.FORMAT_RAW and img.pixel_format == fmt.PIXEL_FORMAT_GREYSCALE_U8:
+            data, encoding = bytes(b for px in img.data for b in (px, px, px)), "rgb8"
+        elif img.format == fmt.FORMAT_RAW and img.pixel_format == fmt.PIXEL_FORMAT_DEPTH_U16:
+            data, encoding = bytes(img.data), "16UC1"
+            depth_scale = float(source.depth_scale) or 1000.0
+        else:
+            raise SpotFault(SpotFaultCause.COMMAND_FAILED, f"{what}: unsupported format "
+                            f"{fmt.Format.Name(img.format)} / {fmt.PixelFormat.Name(img.pixel_format)}")
+        expected = rows * cols * (2 if encoding == "16UC1" else 3)
+        if len(data) != expected:
+            raise SpotFault(SpotFaultCause.COMMAND_FAILED, f"{what}: {len(data)} bytes for {cols}x{rows} {encoding}")
+        snapshot = shot.transforms_snapshot
+        try:
+            sensor = get_a_tform_b(snapshot, ODOM_FRAME_NAME, shot.frame_name_image_sensor)
+            body = get_odom_tform_body(snapshot)
+        except Exception as e:
+            raise SpotFault(SpotFaultCause.COMMAND_FAILED, f"{what}: bad frame tree ({_describe_sdk_error(e)})") from e
+        if sensor is None or body is None:
+            raise SpotFault(SpotFaultCause.COMMAND_FAILED, f"{what}: no odom -> {shot.frame_name_image_sensor} "
+                            "transform in its frame tree")
+        stamp = self._robot.time_sync.get_robot_time_converter().local_seconds_from_robot_timestamp(
+            shot.acquisition_time)
+        k = source.pinhole.intrinsics
+        return SpotImage(
+            source=str(source.name), encoding=encoding, width=cols, height=rows, data=data, depth_scale=depth_scale,
+            fx=float(k.focal_length.x), fy=float(k.focal_length.y), cx=float(k.principal_point.x),
+            cy=float(k.principal_point.y), frame_name=str(shot.frame_name_image_sensor),
+            odom_from_sensor=_pose3(sensor), odom_from_body=_pose3(body), stamp_s=float(stamp), response=response)
+
+    def _client(self, client_class: Any, what: str) -> Any:
+        """The SDK client of an optional service (image, manipulation, graph nav), made on first use."""
+        name = client_class.default_service_name
+        client = self._optional_clients.get(name)
+        if client is None:
+            try:
+                client = self._robot.ensure_client(name)
+            except Exception as e:
+                raise SpotFault(SpotFaultCause.COMMAND_FAILED, f"{what}: the robot has no {name} service "
+                                f"({_describe_sdk_error(e)})") from e
+            self._optional_clients[name] = client
+        return client
+
+    # -- pose ------------------------------------------------------------------------------------
+    def body_pose(self) -> tuple[float, float, float]:
+        """odom_T_body as (x m, y m, yaw rad), from the robot state's kinematic frame tree."""
+        state = self._robot_state("body pose")
+        try:
+            pose = get_odom_tform_body(state.kinematic_state.transforms_snapshot)
+        except Exception as e:
+            raise SpotFault(SpotFaultCause.COMMAND_FAILED,
+                            f"body pose: bad frame tree ({_describe_sdk_error(e)})") from e
+        if pose is None:
+            raise SpotFault(SpotFaultCause.COMMAND_FAILED, "body pose: no odom -> body transform in the robot state")
+        return (float(pose.x), float(pose.y), float(pose.rot.to_yaw()))
+
     def stop(self) -> None:
         """Stop walking (a stop command; best effort, bounded by rpc_timeout_s)."""
         self._require()
@@ -520,48 +884,64 @@ class SpotRobot:
                     raise self._fault_from(e, "clear behaviour fault") from e
         return cleared
 
-    def _run(self, command: Any, what: str, timeout_s: float, end_time: float | None,
-             done: Callable[[Any], bool], cancel: threading.Event | None, done_at_end: bool = False) -> None:
-        """Send `command` and follow its feedback until `done(mobility feedback)`, failure, cancel or
-        `timeout_s`. Every RPC has the rpc deadline."""
-        self._require()
+    @contextlib.contextmanager
+    def _motion_slot(self, what: str) -> Iterator[None]:
+        """One motion (walk, arm, grasp, navigation) at a time."""
         if not self._motion.acquire(timeout=self.cfg.rpc_timeout_s):
             raise SpotFault(SpotFaultCause.COMMAND_FAILED, f"{what}: another motion is running")
         try:
+            yield
+        finally:
+            self._motion.release()
+
+    def _follow(self, what: str, timeout_s: float, cancel: threading.Event | None, poll: Callable[[], bool]) -> None:
+        """Call `poll()` every feedback period until it returns True (done) or raises (failure); cancel ->
+        stop + MotionInterrupted; a lost lease -> SpotFault; past `timeout_s` -> stop + SpotFault(TIMEOUT)."""
+        period = self.cfg.feedback_period_s
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if cancel is not None and cancel.wait(period):
+                self._stop_quietly()
+                raise MotionInterrupted(f"{what} cancelled")
+            if cancel is None:
+                time.sleep(period)
+            if self._lease_lost.is_set():
+                raise SpotFault(SpotFaultCause.LEASE_LOST, f"{what}: {self._lease_lost_reason}")
+            if poll():
+                self._log.info("%s done", what)
+                return
+            if time.monotonic() > deadline:
+                self._stop_quietly()
+                raise SpotFault(SpotFaultCause.TIMEOUT, f"{what} did not finish within {timeout_s:.1f} s")
+
+    def _run(self, command: Any, what: str, timeout_s: float, end_time: float | None,
+             done: Callable[[Any], bool], cancel: threading.Event | None, done_at_end: bool = False,
+             feedback: Callable[[Any], Any] = _mobility_feedback) -> None:
+        """Send `command` and follow its feedback (`feedback(RobotCommandFeedback)`: the mobility, arm or
+        gripper part, which has a `status`) until `done(part)`, failure, cancel or `timeout_s`. Every RPC
+        has the rpc deadline."""
+        self._require()
+        with self._motion_slot(what):
             c = self.cfg
-            deadline = time.monotonic() + timeout_s
             try:
                 cid = self._command_client.robot_command(command, end_time_secs=end_time, timeout=c.rpc_timeout_s)
             except Exception as e:
                 raise self._fault_from(e, what) from e
-            while True:
-                if cancel is not None and cancel.wait(c.feedback_period_s):
-                    self._stop_quietly()
-                    raise MotionInterrupted(f"{what} cancelled")
-                if cancel is None:
-                    time.sleep(c.feedback_period_s)
-                if self._lease_lost.is_set():
-                    raise SpotFault(SpotFaultCause.LEASE_LOST, f"{what}: {self._lease_lost_reason}")
+
+            def poll() -> bool:
                 try:
                     response = self._command_client.robot_command_feedback(cid, timeout=c.rpc_timeout_s)
                 except Exception as e:
                     raise self._fault_from(e, f"{what} feedback") from e
-                mobility = response.feedback.synchronized_feedback.mobility_command_feedback
-                if mobility.status == _FEEDBACK.STATUS_PROCESSING:
-                    if done(mobility):
-                        self._log.info("%s done", what)
-                        return
-                elif done_at_end and mobility.status == _FEEDBACK.STATUS_COMMAND_TIMED_OUT and \
+                part = feedback(response.feedback)
+                if part.status == _FEEDBACK.STATUS_PROCESSING:
+                    return bool(done(part))
+                if done_at_end and part.status == _FEEDBACK.STATUS_COMMAND_TIMED_OUT and \
                         end_time is not None and time.time() >= end_time:
-                    self._log.info("%s done", what)
-                    return
-                else:
-                    raise self._command_failure(what, _FEEDBACK.Status.Name(mobility.status))
-                if time.monotonic() > deadline:
-                    self._stop_quietly()
-                    raise SpotFault(SpotFaultCause.TIMEOUT, f"{what} did not finish within {timeout_s:.1f} s")
-        finally:
-            self._motion.release()
+                    return True
+                raise self._command_failure(what, _FEEDBACK.Status.Name(part.status))
+
+            self._follow(what, timeout_s, cancel, poll)
 
     def _stop_quietly(self) -> None:
         try:
@@ -571,6 +951,12 @@ class SpotRobot:
 
     def _command_failure(self, what: str, feedback_status: str) -> SpotFault:
         """Classify a command whose feedback stopped processing: lease, e-stop, fault or plain failure."""
+        return self._robot_fault(what, feedback_status) or SpotFault(
+            SpotFaultCause.COMMAND_FAILED, f"{what} failed: feedback {feedback_status}")
+
+    def _robot_fault(self, what: str, feedback_status: str) -> SpotFault | None:
+        """The robot-side reason a command stopped (lease gone, e-stop, behaviour fault, motors off), or None
+        when the robot is fine (then the command itself failed)."""
         if self._lease_is_gone():
             return SpotFault(SpotFaultCause.LEASE_LOST,
                              f"{what} stopped ({feedback_status}): {self._lease_lost_reason}")
@@ -584,7 +970,9 @@ class SpotRobot:
             return SpotFault(SpotFaultCause.BEHAVIOR_FAULT, f"{what} failed ({feedback_status}): {status.describe()}")
         if status.connected and not status.powered:
             return SpotFault(SpotFaultCause.NOT_POWERED, f"{what} stopped ({feedback_status}): {status.describe()}")
-        return SpotFault(SpotFaultCause.COMMAND_FAILED, f"{what} failed: feedback {feedback_status}")
+        if not status.connected:
+            return SpotFault(SpotFaultCause.CONNECTION_LOST, f"{what} stopped ({feedback_status}): {status.detail}")
+        return None
 
     def _lease_is_gone(self) -> bool:
         """Check the lease now (one RetainLease) instead of waiting for the keep-alive."""
@@ -624,6 +1012,7 @@ class SpotRobot:
             powered=state.power_state.motor_power_state == _MOTORS_ON,
             standing=state.behavior_state.state in _STANDING_STATES,
             lease_held=not self._lease_lost.is_set() and self._lease_keepalive is not None,
+            holding=bool(state.manipulator_state.is_gripper_holding_item),
         )
 
     # -- errors ----------------------------------------------------------------------------------
@@ -643,6 +1032,8 @@ class SpotRobot:
             return SpotFault(SpotFaultCause.BEHAVIOR_FAULT, text)
         if isinstance(e, InvalidLoginError):
             return SpotFault(SpotFaultCause.AUTH, text)
+        if isinstance(e, GraphNavServiceResponseError):  # lost, stuck, no path, not localized, impaired...
+            return SpotFault(SpotFaultCause.NAVIGATION_FAILED, text)
         if isinstance(e, sdk_errors.ResponseError):
             return SpotFault(SpotFaultCause.COMMAND_FAILED, text)
         if isinstance(e, (sdk_errors.RpcError, OSError)):

@@ -25,12 +25,33 @@ It behaves like the robot where this project depends on it:
 Every RPC is recorded in `FakeSpot.calls` by method name, in order; `when(call, action)` runs an action when
 a given RPC arrives (a fault at an exact point of a motion).
 
-The e-stop challenge/response is not verified (any response is accepted) and there is no kinematic
-state (no frame tree, no odometry).
+Kinematics and the world (see also testing/fake_spot_world.py):
+- the robot state carries a kinematic frame tree (body root; odom, vision, hand, hand_color_image_sensor)
+  and the manipulator state (gripper opening, holding an item, stowed); SE2 trajectories (body frame or
+  `odom`), velocity commands and GraphNav navigation move odom_T_body along a straight path; with
+  `time_scale` set a walk takes (distance / speed + turn / yaw rate) * time_scale s (speed: the command's
+  mobility velocity limits), an arm move its trajectory time * time_scale, a grasp GRASP_S * time_scale;
+  without it (None) every motion takes `motion_duration_s`;
+- arm commands (stow, carry, cartesian pose) and claw gripper commands, with feedback; the hand camera's
+  pose is the hand's (stowed and carry: the same look pose LOOK_HAND, high above the body, pitched
+  down, so a surface in front is in view; after a grasp, at the grasp point; after arm_pose, at the target);
+- with a `world` (FakeKitchen): ImageService (hand colour RGB, RAW or JPEG, and hand depth in the hand
+  colour frame, 16-bit mm, ray-cast exactly from the world's boxes, with pinhole intrinsics and the frame
+  tree at acquisition), ManipulationApiService (PickObjectInImage: the pixel's ray through the request's
+  own frame tree and camera model; succeeds iff it hits a graspable box within GRASP_REACH of the body;
+  else GRASP_PLANNING_NO_SOLUTION, or GRASP_FAILED_TO_RAYCAST_INTO_MAP when it hits nothing), gripper
+  open puts the held object down where the hand is, the drawer opens when its grasped handle is pulled
+  out, GraphNavService (a waypoint per location at its stand pose; localized at start; navigate_to walks);
+- faults: `fail_next_grasp(state)`, `fail_next_navigation(status, fraction)` (stops part-way: STUCK,
+  LOST - which also loses the localization -, ...), `lose_localization()`; lease taken and e-stop end a
+  grasp (GRASP_FAILED) and a navigation (COMMAND_OVERRIDDEN / ROBOT_IMPAIRED) like any command.
+
+The e-stop challenge/response is not verified (any response is accepted).
 """
 from __future__ import annotations
 
 import itertools
+import math
 import shutil
 import subprocess
 import tempfile
@@ -43,7 +64,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped, unused-ignore]
+import numpy as np
 from bosdyn.api import (  # type: ignore[import-untyped, unused-ignore]
+    arm_command_pb2,
     auth_pb2,
     auth_service_pb2_grpc,
     basic_command_pb2,
@@ -51,9 +74,15 @@ from bosdyn.api import (  # type: ignore[import-untyped, unused-ignore]
     directory_service_pb2_grpc,
     estop_pb2,
     estop_service_pb2_grpc,
+    geometry_pb2,
+    gripper_command_pb2,
     header_pb2,
+    image_pb2,
+    image_service_pb2_grpc,
     lease_pb2,
     lease_service_pb2_grpc,
+    manipulation_api_pb2,
+    manipulation_api_service_pb2_grpc,
     power_pb2,
     power_service_pb2_grpc,
     robot_command_pb2,
@@ -65,7 +94,12 @@ from bosdyn.api import (  # type: ignore[import-untyped, unused-ignore]
     time_sync_pb2,
     time_sync_service_pb2_grpc,
 )
+from bosdyn.api.graph_nav import graph_nav_pb2, graph_nav_service_pb2_grpc  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.api.spot import robot_command_pb2 as spot_command_pb2  # type: ignore[import-untyped, unused-ignore]
+from bosdyn.client import frame_helpers  # type: ignore[import-untyped, unused-ignore]
+from bosdyn.client.math_helpers import Quat, SE2Pose, SE3Pose  # type: ignore[import-untyped, unused-ignore]
+
+from .fake_spot_world import BODY_HEIGHT, FakeKitchen, nearest
 
 AUTHORITY = "api.spot.robot"
 EPOCH = "fake-spot-epoch"
@@ -83,7 +117,27 @@ SERVICES = (
     ("power", "bosdyn.api.PowerService"),
     ("robot-state", "bosdyn.api.RobotStateService"),
     ("robot-command", "bosdyn.api.RobotCommandService"),
+    ("image", "bosdyn.api.ImageService"),
+    ("manipulation", "bosdyn.api.ManipulationApiService"),
+    ("graph-nav-service", "bosdyn.api.graph_nav.GraphNavService"),
 )
+Pose2 = tuple[float, float, float]  # x m, y m, yaw rad (odom)
+HandPose = tuple[float, float, float, float]  # x, y, z m in the body frame, pitch rad (+ = looking down)
+LOOK_HAND: HandPose = (-0.1, 0.0, 0.75, math.radians(38.0))  # stowed and carry: the hand camera's look pose
+GRASP_REACH = 1.3  # m from the body origin: farther grasp targets have no solution
+GRASP_S = 2.0  # s, a grasp (scaled by time_scale)
+NAMED_ARM_S = 1.0  # s, stow / carry
+GRIPPER_S = 0.5  # s
+WALK_SPEED, WALK_YAW_RATE = 1.0, 1.0  # m/s, rad/s when a command carries no velocity limits
+NAV_SPEED, NAV_YAW_RATE = 0.5, 0.8  # m/s, rad/s: GraphNav's walking speed
+COLOR_SOURCE, DEPTH_SOURCE = "hand_color_image", "hand_depth_in_hand_color_frame"
+SENSOR_FRAME = "hand_color_image_sensor"
+HAND_FRAME = "hand"
+# optical frame (z forward, x right, y down) in the hand frame (x forward, y left, z up)
+HAND_T_SENSOR = SE3Pose(0.0, 0.0, 0.0, Quat.from_matrix(np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0],
+                                                                  [0.0, -1.0, 0.0]])))
+MANIP = manipulation_api_pb2
+NAV = graph_nav_pb2.NavigationFeedbackResponse
 
 
 def make_certificates(directory: Path) -> tuple[Path, Path, Path]:
@@ -127,6 +181,11 @@ class _Command:
     ended_status: int | None = None  # overridden / frozen, once it happens
     request: Any = None
     applied: bool = False  # its outcome (standing / sitting) has been applied to the state
+    path: Callable[[float], Pose2] | None = None  # body pose (odom) after t s of this command (walks)
+    ended_at: float | None = None  # time.monotonic() s when it was overridden / frozen
+    arm_target: HandPose | None = None  # arm_pose: where the hand goes
+    grasp: tuple[int, str | None, tuple[float, float, float] | None] | None = None  # final state, box, hit
+    end_time_s: float | None = None  # navigation: wall-clock expiry
 
 
 @dataclass
@@ -142,13 +201,22 @@ class _State:
     behavior_faults: list[int] = field(default_factory=list)  # BehaviorFault.Cause
     commands: dict[int, _Command] = field(default_factory=dict)
     current: int | None = None  # id of the running mobility command
+    body: Pose2 = (0.0, 0.0, 0.0)  # odom_T_body when no walk is running
+    motion: int | None = None  # id of the command moving the body
+    hand: HandPose = LOOK_HAND  # body_T_hand
+    stowed: bool = True
+    gripper_open_pct: float = 0.0
+    holding: bool = False  # without a world: what the gripper reports
+    localized: bool = True  # GraphNav
 
 
 class FakeSpot:
     """The robot. Use as a context manager, or call start() / stop()."""
 
     def __init__(self, username: str = "user", password: str = "fake-spot-password",
-                 serial: str = "fake-spot-0001", motion_duration_s: float = 0.2) -> None:
+                 serial: str = "fake-spot-0001", motion_duration_s: float = 0.2, world: FakeKitchen | None = None,
+                 time_scale: float | None = None, image_size: tuple[int, int] = (640, 480),
+                 focal_length_px: float = 552.0, waypoints: dict[str, Pose2] | None = None) -> None:
         self.username = username
         self.password = password
         self.serial = serial
@@ -165,6 +233,19 @@ class FakeSpot:
         self._server: Any = None
         self.port = 0
         self.ca_cert_path = self._dir / "ca.crt"
+        self.world = world
+        self.time_scale = time_scale  # None: every motion takes motion_duration_s
+        self.image_size = image_size  # px, (width, height) of both hand images
+        self.focal_length_px = focal_length_px  # px (fx = fy; principal point at the centre)
+        self.waypoints: dict[str, Pose2] = dict(waypoints or {})  # GraphNav waypoint id -> pose (odom)
+        self.raw_color = True  # False: the colour camera answers JPEG whatever is asked (as some sources do)
+        if world is not None:
+            self._s.body = world.body
+            self._s.holding = world.holding is not None
+            self.waypoints.update({world.waypoint_ids[loc]: pose for loc, pose in world.stand_poses.items()
+                                   if loc in world.waypoint_ids})
+        self._fail_grasp: int | None = None
+        self._fail_nav: tuple[int, float] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeSpot:
@@ -181,6 +262,9 @@ class FakeSpot:
         power_service_pb2_grpc.add_PowerServiceServicer_to_server(_Power(self), s)
         robot_state_service_pb2_grpc.add_RobotStateServiceServicer_to_server(_RobotState(self), s)
         robot_command_service_pb2_grpc.add_RobotCommandServiceServicer_to_server(_RobotCommand(self), s)
+        image_service_pb2_grpc.add_ImageServiceServicer_to_server(_Image(self), s)
+        manipulation_api_service_pb2_grpc.add_ManipulationApiServiceServicer_to_server(_Manipulation(self), s)
+        graph_nav_service_pb2_grpc.add_GraphNavServiceServicer_to_server(_GraphNav(self), s)
         creds = grpc.ssl_server_credentials([(key.read_bytes(), crt.read_bytes())])
         self.port = s.add_secure_port("127.0.0.1:0", creds)
         s.start()
@@ -236,7 +320,50 @@ class FakeSpot:
         (CAUSE_COMMAND_FAILURE) appears in the robot state."""
         self._fail_next = status
 
+    def fail_next_grasp(self, state: int = MANIP.MANIP_STATE_GRASP_FAILED) -> None:
+        """The next grasp runs, then reports `state` (a ManipulationFeedbackState) and holds nothing."""
+        self._fail_grasp = state
+
+    def fail_next_navigation(self, status: int = NAV.STATUS_STUCK, fraction: float = 0.5) -> None:
+        """The next navigation stops after `fraction` of its path and reports `status` (STATUS_LOST also
+        loses the localization)."""
+        self._fail_nav = (status, fraction)
+
+    def lose_localization(self) -> None:
+        with self._lock:
+            self._s.localized = False
+
+    def localize(self) -> None:
+        with self._lock:
+            self._s.localized = True
+
     # -- observation -----------------------------------------------------------------------------
+    @property
+    def body_pose(self) -> Pose2:
+        """odom_T_body now (x m, y m, yaw rad)."""
+        with self._lock:
+            self._advance()
+            return self._body_now()
+
+    @property
+    def hand_pose(self) -> HandPose:
+        with self._lock:
+            self._advance()
+            return self._s.hand
+
+    @property
+    def holding(self) -> bool:
+        with self._lock:
+            self._advance()
+            return self._holding()
+
+    def set_body_pose(self, pose: Pose2) -> None:
+        """Teleport (a test's setup): odom_T_body."""
+        with self._lock:
+            self._s.body = pose
+            self._s.motion = None
+            self._sync_world()
+
     @property
     def lease_owner(self) -> str:
         with self._lock:
@@ -329,26 +456,113 @@ class FakeSpot:
     def _end_current(self, status: int) -> None:
         cur = self._s.commands.get(self._s.current) if self._s.current is not None else None
         if cur is not None and cur.ended_status is None and not self._finished(cur):
+            self._s.body = self._body_now()  # a walk stops where it is
             cur.ended_status = status
+            cur.ended_at = time.monotonic()
+            if self._s.motion == cur.command_id:
+                self._s.motion = None
         self._s.current = None
 
     def _finished(self, c: _Command) -> bool:
         return time.monotonic() - c.start >= c.duration_s
 
+    def _duration(self, nominal_s: float) -> float:
+        return self.motion_duration_s if self.time_scale is None else nominal_s * self.time_scale
+
+    def _body_now(self) -> Pose2:
+        s = self._s
+        cur = s.commands.get(s.motion) if s.motion is not None else None
+        if cur is None or cur.path is None:
+            return s.body
+        t = min(time.monotonic() - cur.start, cur.duration_s)
+        return cur.path(t)
+
+    def _holding(self) -> bool:
+        return self.world.holding is not None if self.world is not None else self._s.holding
+
+    def _odom_t_body(self) -> Any:
+        x, y, yaw = self._body_now()
+        return SE3Pose(x, y, BODY_HEIGHT, Quat.from_yaw(yaw))
+
+    def _body_t_hand(self, hand: HandPose | None = None) -> Any:
+        x, y, z, pitch = self._s.hand if hand is None else hand
+        return SE3Pose(x, y, z, Quat.from_pitch(pitch))
+
+    def _sync_world(self) -> None:
+        if self.world is not None:
+            self.world.set_body(self._body_now(), settled=self._s.motion is None)
+            p = self._odom_t_body() * self._body_t_hand()
+            self.world.set_hand((p.x, p.y, p.z))
+
+    def _snapshot(self, snap: Any) -> None:
+        """Fill a FrameTreeSnapshot: body (root) -> odom, vision, flat_body, hand -> hand_color_image_sensor."""
+        body_t_odom = self._odom_t_body().inverse()
+
+        def edge(child: str, parent: str, pose: Any) -> None:
+            e = snap.child_to_parent_edge_map[child]
+            e.parent_frame_name = parent
+            e.parent_tform_child.CopyFrom(pose.to_proto())
+
+        edge("body", "", SE3Pose.from_identity())
+        edge("odom", "body", body_t_odom)
+        edge("vision", "body", body_t_odom)
+        edge(HAND_FRAME, "body", self._body_t_hand())
+        edge(SENSOR_FRAME, HAND_FRAME, HAND_T_SENSOR)
+
     def _advance(self) -> None:
-        """Apply the outcome of finished stand / sit commands."""
+        """Apply the outcome of finished commands (posture, walks, arm, gripper, grasps, navigation)."""
         self._update_estop()
-        for c in self._s.commands.values():
-            if c.ended_status is None and c.fail_status is None and not c.applied and self._finished(c):
-                c.applied = True
-                if c.kind == "stand":
-                    self._s.standing = True
-                elif c.kind == "sit":
-                    self._s.standing = False
+        s = self._s
+        for c in s.commands.values():
+            if c.applied or c.ended_status is not None or not self._finished(c):
+                continue
+            c.applied = True
+            if c.path is not None:  # a walk (also a failed one: it stopped part-way)
+                s.body = c.path(c.duration_s)
+                if s.motion == c.command_id:
+                    s.motion = None
+                if c.kind == "navigate" and c.fail_status == NAV.STATUS_LOST:
+                    s.localized = False
+                continue
+            if c.fail_status is not None:
+                continue
+            if c.kind == "stand":
+                s.standing = True
+            elif c.kind == "sit":
+                s.standing = False
+            elif c.kind in ("stow", "carry"):
+                s.hand, s.stowed = LOOK_HAND, c.kind == "stow"
+            elif c.kind == "arm_pose" and c.arm_target is not None:
+                s.hand, s.stowed = c.arm_target, False
+                self._sync_world()
+                if self.world is not None:
+                    self.world.move_handle()
+            elif c.kind == "gripper_open":
+                s.gripper_open_pct = 100.0
+                s.holding = False
+                self._sync_world()
+                if self.world is not None:
+                    self.world.release_at()
+            elif c.kind == "gripper_close":
+                s.gripper_open_pct = 0.0
+            elif c.kind == "grasp" and c.grasp is not None:
+                state, box, hit = c.grasp
+                if state == MANIP.MANIP_STATE_GRASP_SUCCEEDED and box is not None and hit is not None:
+                    p = self._odom_t_body().inverse().transform_point(*hit)
+                    s.hand, s.stowed, s.gripper_open_pct, s.holding = (p[0], p[1], p[2], 0.0), False, 0.0, True
+                    self._sync_world()
+                    if self.world is not None:
+                        self.world.grasp_at(box)
+        self._sync_world()
 
     def _feedback(self, c: _Command, fb: Any) -> None:
         self._advance()
-        sync = fb.synchronized_feedback.mobility_command_feedback
+        if c.kind in ("stow", "carry", "arm_pose"):
+            sync = fb.synchronized_feedback.arm_command_feedback
+        elif c.kind in ("gripper_open", "gripper_close"):
+            sync = fb.synchronized_feedback.gripper_command_feedback
+        else:
+            sync = fb.synchronized_feedback.mobility_command_feedback
         if c.ended_status is not None:
             sync.status = c.ended_status
             return
@@ -372,14 +586,133 @@ class FakeSpot:
                 sync.status = FEEDBACK.STATUS_COMMAND_TIMED_OUT
         elif c.kind == "stop":
             sync.stop_feedback.SetInParent()
+        elif c.kind in ("stow", "carry"):
+            named = arm_command_pb2.NamedArmPositionsCommand.Feedback
+            sync.named_arm_position_feedback.status = named.STATUS_COMPLETE if done else named.STATUS_IN_PROGRESS
+        elif c.kind == "arm_pose":
+            cart = arm_command_pb2.ArmCartesianCommand.Feedback
+            sync.arm_cartesian_feedback.status = (cart.STATUS_TRAJECTORY_COMPLETE if done
+                                                  else cart.STATUS_IN_PROGRESS)
+        elif c.kind in ("gripper_open", "gripper_close"):
+            claw = gripper_command_pb2.ClawGripperCommand.Feedback
+            if not done:
+                sync.claw_gripper_feedback.status = claw.STATUS_IN_PROGRESS
+            elif c.kind == "gripper_close" and self._holding():
+                sync.claw_gripper_feedback.status = claw.STATUS_APPLYING_FORCE
+            else:
+                sync.claw_gripper_feedback.status = claw.STATUS_AT_GOAL
+
+    def _trajectory(self, c: _Command, mobility: Any) -> None:
+        """An SE2 trajectory command: to its last point, in odom or the body frame (flat_body, body)."""
+        req = mobility.se2_trajectory_request
+        if not req.trajectory.points:
+            return
+        goal = req.trajectory.points[-1].pose
+        target: Pose2 = (goal.position.x, goal.position.y, goal.angle)
+        if req.se2_frame_name not in (frame_helpers.ODOM_FRAME_NAME, frame_helpers.VISION_FRAME_NAME):
+            p = SE2Pose(*self._body_now()) * SE2Pose(*target)
+            target = (p.x, p.y, p.angle)
+        speed, yaw_rate = WALK_SPEED, WALK_YAW_RATE
+        params = mobility_params_of(mobility)
+        if params is not None and params.HasField("vel_limit"):
+            speed = min(abs(params.vel_limit.max_vel.linear.x), abs(params.vel_limit.max_vel.linear.y)) or speed
+            yaw_rate = abs(params.vel_limit.max_vel.angular) or yaw_rate
+        self._start_walk(c, target, speed, yaw_rate)
+        if self.time_scale is None:
+            c.duration_s = self.motion_duration_s
+
+    def _arm_pose(self, c: _Command, cart: Any) -> None:
+        """An arm cartesian command: the hand goes to its last point (root frame body / flat_body / odom)."""
+        points = cart.pose_trajectory_in_task.points
+        if not points:
+            return
+        last = points[-1]
+        pose = SE3Pose.from_proto(last.pose)
+        if cart.root_frame_name in (frame_helpers.ODOM_FRAME_NAME, frame_helpers.VISION_FRAME_NAME):
+            pose = self._odom_t_body().inverse() * pose
+        c.arm_target = (pose.x, pose.y, pose.z, pose.rot.to_pitch())
+        c.duration_s = self._duration(last.time_since_reference.ToNanoseconds() / 1e9)
+
+    def _start_walk(self, c: _Command, goal: Pose2, speed: float, yaw_rate: float) -> None:
+        """Make `c` move the body from where it is now to `goal` (odom) in a straight line."""
+        start = self._body_now()
+        dyaw = math.atan2(math.sin(goal[2] - start[2]), math.cos(goal[2] - start[2]))
+        dist = math.dist(start[:2], goal[:2])
+        if c.kind != "velocity":
+            c.duration_s = self._duration(dist / speed + abs(dyaw) / yaw_rate)
+        full = c.duration_s
+
+        def path(t: float) -> Pose2:
+            f = 1.0 if full <= 0.0 else min(1.0, max(0.0, t / full))
+            return (start[0] + f * (goal[0] - start[0]), start[1] + f * (goal[1] - start[1]),
+                    math.atan2(math.sin(start[2] + f * dyaw), math.cos(start[2] + f * dyaw)))
+
+        c.path = path
+
+    def _start_velocity(self, c: _Command, vx: float, vy: float, w: float) -> None:
+        """Make `c` move the body with the body-frame twist (vx, vy m/s, w rad/s) for its duration."""
+        x0, y0, th0 = self._body_now()
+
+        def path(t: float) -> Pose2:
+            th = th0 + w * t
+            if abs(w) < 1e-9:
+                return (x0 + (vx * math.cos(th0) - vy * math.sin(th0)) * t,
+                        y0 + (vx * math.sin(th0) + vy * math.cos(th0)) * t, th0)
+            return (x0 + (vx * (math.sin(th) - math.sin(th0)) + vy * (math.cos(th) - math.cos(th0))) / w,
+                    y0 + (-vx * (math.cos(th) - math.cos(th0)) + vy * (math.sin(th) - math.sin(th0))) / w,
+                    math.atan2(math.sin(th), math.cos(th)))
+
+        c.path = path
+
+    def _plan_grasp(self, request: Any) -> tuple[int, str | None, tuple[float, float, float] | None]:
+        """(final ManipulationFeedbackState, box name, hit point in odom) of a grasp request."""
+        if not request.HasField("pick_object_in_image") or self.world is None:
+            return MANIP.MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP, None, None
+        pick = request.pick_object_in_image
+        try:
+            odom_t_cam = frame_helpers.get_a_tform_b(pick.transforms_snapshot_for_camera, frame_helpers.ODOM_FRAME_NAME,
+                                                     pick.frame_name_image_sensor)
+        except Exception:  # noqa: BLE001 - a bad frame tree: nothing to cast
+            odom_t_cam = None
+        k = pick.camera_model.intrinsics
+        if odom_t_cam is None or k.focal_length.x <= 0 or k.focal_length.y <= 0:
+            return MANIP.MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP, None, None
+        m = odom_t_cam.to_matrix()
+        d_cam = np.array([(pick.pixel_xy.x - k.principal_point.x) / k.focal_length.x,
+                          (pick.pixel_xy.y - k.principal_point.y) / k.focal_length.y, 1.0])
+        boxes = self.world.boxes()
+        t, which = self.world.cast(m[:3, 3][None, :], (m[:3, :3] @ d_cam)[None, :], boxes)
+        if not np.isfinite(t[0]):
+            return MANIP.MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP, None, None
+        hit = m[:3, 3] + t[0] * (m[:3, :3] @ d_cam)
+        point = (float(hit[0]), float(hit[1]), float(hit[2]))
+        body = self._odom_t_body()
+        box = boxes[int(which[0])] if which[0] >= 0 else None
+        if box is None or not box.graspable or self._holding() or \
+                math.dist(point, (body.x, body.y, body.z)) > GRASP_REACH:
+            return MANIP.MANIP_STATE_GRASP_PLANNING_NO_SOLUTION, None, point
+        return MANIP.MANIP_STATE_GRASP_SUCCEEDED, box.name, point
 
 
 def _kind(command: Any) -> str:
     if command.HasField("synchronized_command"):
-        mob = command.synchronized_command.mobility_command
-        which = mob.WhichOneof("command")
-        return {"stand_request": "stand", "sit_request": "sit", "se2_velocity_request": "velocity",
-                "se2_trajectory_request": "trajectory", "stop_request": "stop"}.get(which or "", "other")
+        sync = command.synchronized_command
+        if sync.HasField("mobility_command"):
+            which = sync.mobility_command.WhichOneof("command")
+            return {"stand_request": "stand", "sit_request": "sit", "se2_velocity_request": "velocity",
+                    "se2_trajectory_request": "trajectory", "stop_request": "stop"}.get(which or "", "other")
+        if sync.HasField("arm_command"):
+            arm = sync.arm_command
+            which = arm.WhichOneof("command")
+            if which == "named_arm_position_command":
+                named = arm_command_pb2.NamedArmPositionsCommand
+                return {named.POSITIONS_STOW: "stow", named.POSITIONS_CARRY: "carry"}.get(
+                    arm.named_arm_position_command.position, "other")
+            return "arm_pose" if which == "arm_cartesian_command" else "other"
+        if sync.HasField("gripper_command"):
+            points = sync.gripper_command.claw_gripper_command.trajectory.points
+            return "gripper_open" if points and points[-1].point < -0.05 else "gripper_close"  # 0 = closed, -pi/2 open
+        return "other"
     if command.HasField("full_body_command"):
         return "stop" if command.full_body_command.HasField("stop_request") else "other"
     return "other"
@@ -387,7 +720,11 @@ def _kind(command: Any) -> str:
 
 def mobility_params(request: Any) -> Any:
     """The spot.MobilityParams packed into a RobotCommandRequest, or None."""
-    mob = request.command.synchronized_command.mobility_command
+    return mobility_params_of(request.command.synchronized_command.mobility_command)
+
+
+def mobility_params_of(mob: Any) -> Any:
+    """The spot.MobilityParams packed into a MobilityCommand.Request, or None."""
     if not mob.HasField("params"):
         return None
     params = spot_command_pb2.MobilityParams()
@@ -693,6 +1030,13 @@ class _RobotState(_Servicer, robot_state_service_pb2_grpc.RobotStateServiceServi
                                                    status=robot_state_pb2.BehaviorFault.STATUS_CLEARABLE)
             st.behavior_state.state = (robot_state_pb2.BehaviorState.STATE_STANDING if s.standing
                                        else robot_state_pb2.BehaviorState.STATE_NOT_READY)
+            st.kinematic_state.acquisition_timestamp.GetCurrentTime()
+            spot._snapshot(st.kinematic_state.transforms_snapshot)
+            m = st.manipulator_state
+            m.gripper_open_percentage = s.gripper_open_pct
+            m.is_gripper_holding_item = spot._holding()
+            m.stow_state = (robot_state_pb2.ManipulatorState.STOWSTATE_STOWED if s.stowed
+                            else robot_state_pb2.ManipulatorState.STOWSTATE_DEPLOYED)
         return r
 
 
@@ -717,20 +1061,36 @@ class _RobotCommand(_Servicer, robot_command_service_pb2_grpc.RobotCommandServic
                 r.message = "clear the behaviour faults first"
                 return r
             duration = spot.motion_duration_s
+            sync = request.command.synchronized_command
             if kind == "velocity":
-                end = request.command.synchronized_command.mobility_command.se2_velocity_request.end_time
+                end = sync.mobility_command.se2_velocity_request.end_time
                 # end_time is robot time; the fake's clock is the client's (skew 0).
                 duration = max(0.0, end.ToNanoseconds() / 1e9 - time.time())
             elif kind == "stop":
                 duration = 0.0
+            elif kind in ("stow", "carry"):
+                duration = spot._duration(NAMED_ARM_S)
+            elif kind in ("gripper_open", "gripper_close"):
+                duration = spot._duration(GRIPPER_S)
             spot._end_current(FEEDBACK.STATUS_COMMAND_OVERRIDDEN)
             cid = next(spot._ids)
             cmd = _Command(cid, kind, time.monotonic(), duration, request=request)
+            if kind == "trajectory":
+                spot._trajectory(cmd, sync.mobility_command)
+            elif kind == "velocity":
+                v = sync.mobility_command.se2_velocity_request.velocity
+                spot._start_velocity(cmd, v.linear.x, v.linear.y, v.angular)
+            elif kind == "arm_pose":
+                spot._arm_pose(cmd, sync.arm_command.arm_cartesian_command)
             if spot._fail_next is not None:
                 cmd.fail_status, spot._fail_next = spot._fail_next, None
                 s.behavior_faults.append(robot_state_pb2.BehaviorFault.CAUSE_COMMAND_FAILURE)
+                if cmd.path is not None:  # a failed walk stops half-way
+                    cmd.duration_s /= 2.0
             s.commands[cid] = cmd
             s.current = cid
+            if cmd.path is not None:
+                s.motion = cid
             r.status = robot_command_pb2.RobotCommandResponse.STATUS_OK
             r.robot_command_id = cid
         return r
@@ -763,4 +1123,215 @@ class _RobotCommand(_Servicer, robot_command_service_pb2_grpc.RobotCommandServic
                 r.status = robot_command_pb2.ClearBehaviorFaultResponse.STATUS_CLEARED
             else:
                 r.status = robot_command_pb2.ClearBehaviorFaultResponse.STATUS_NOT_CLEARED
+        return r
+
+
+class _Image(_Servicer, image_service_pb2_grpc.ImageServiceServicer):  # type: ignore[misc]
+    def _source(self, name: str) -> Any:
+        w, h = self.spot.image_size
+        f = self.spot.focal_length_px
+        src = image_pb2.ImageSource(name=name, cols=w, rows=h)
+        src.pinhole.intrinsics.focal_length.x = src.pinhole.intrinsics.focal_length.y = f
+        src.pinhole.intrinsics.principal_point.x, src.pinhole.intrinsics.principal_point.y = w / 2.0, h / 2.0
+        if name == DEPTH_SOURCE:
+            src.depth_scale = 1000.0
+            src.image_type = image_pb2.ImageSource.IMAGE_TYPE_DEPTH
+            src.pixel_formats.append(image_pb2.Image.PIXEL_FORMAT_DEPTH_U16)
+            src.image_formats.append(image_pb2.Image.FORMAT_RAW)
+        else:
+            src.image_type = image_pb2.ImageSource.IMAGE_TYPE_VISUAL
+            src.pixel_formats.append(image_pb2.Image.PIXEL_FORMAT_RGB_U8)
+            src.image_formats.extend([image_pb2.Image.FORMAT_JPEG, image_pb2.Image.FORMAT_RAW])
+        return src
+
+    def ListImageSources(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.spot._enter("ListImageSources", request, context)
+        r = image_pb2.ListImageSourcesResponse()
+        self.spot._header(r.header, request)
+        if self.spot.world is not None:
+            r.image_sources.extend([self._source(COLOR_SOURCE), self._source(DEPTH_SOURCE)])
+        return r
+
+    def GetImage(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.spot._enter("GetImage", request, context)
+        r = image_pb2.GetImageResponse()
+        spot = self.spot
+        with spot._lock:
+            spot._advance()
+            spot._header(r.header, request)
+            snapshot = geometry_pb2.FrameTreeSnapshot()
+            spot._snapshot(snapshot)
+            odom_t_cam = spot._odom_t_body() * spot._body_t_hand() * HAND_T_SENSOR
+        world = spot.world
+        rendered: tuple[Any, Any] | None = None
+        for req in request.image_requests:
+            out = r.image_responses.add()
+            name = req.image_source_name
+            if world is None or name not in (COLOR_SOURCE, DEPTH_SOURCE):
+                out.status = image_pb2.ImageResponse.STATUS_UNKNOWN_CAMERA
+                continue
+            out.source.CopyFrom(self._source(name))
+            fmt = image_pb2.Image
+            wanted = req.pixel_format
+            if name == DEPTH_SOURCE and wanted not in (fmt.PIXEL_FORMAT_UNKNOWN, fmt.PIXEL_FORMAT_DEPTH_U16) or \
+                    name == COLOR_SOURCE and wanted not in (fmt.PIXEL_FORMAT_UNKNOWN, fmt.PIXEL_FORMAT_RGB_U8):
+                out.status = image_pb2.ImageResponse.STATUS_UNSUPPORTED_PIXEL_FORMAT_REQUESTED
+                continue
+            if name == DEPTH_SOURCE and req.image_format == fmt.FORMAT_JPEG:
+                out.status = image_pb2.ImageResponse.STATUS_UNSUPPORTED_IMAGE_FORMAT_REQUESTED
+                continue
+            if rendered is None:
+                w, h = spot.image_size
+                f = spot.focal_length_px
+                rendered = world.render(odom_t_cam.to_matrix(), w, h, f, f, w / 2.0, h / 2.0)
+            rgb, depth = rendered
+            shot = out.shot
+            shot.acquisition_time.GetCurrentTime()  # robot clock = this clock (skew 0)
+            shot.transforms_snapshot.CopyFrom(snapshot)
+            shot.frame_name_image_sensor = SENSOR_FRAME
+            img = shot.image
+            img.rows, img.cols = rgb.shape[0], rgb.shape[1]
+            if name == DEPTH_SOURCE:
+                img.format, img.pixel_format = fmt.FORMAT_RAW, fmt.PIXEL_FORMAT_DEPTH_U16
+                img.data = np.clip(np.round(depth * 1000.0), 0, 65535).astype("<u2").tobytes()
+            elif req.image_format == fmt.FORMAT_RAW and spot.raw_color:
+                img.format, img.pixel_format = fmt.FORMAT_RAW, fmt.PIXEL_FORMAT_RGB_U8
+                img.data = rgb.tobytes()
+            else:  # the robot's default: JPEG
+                import io
+
+                from PIL import Image as PilImage
+
+                buf = io.BytesIO()
+                PilImage.fromarray(rgb).save(buf, format="JPEG", quality=int(min(req.quality_percent or 75.0, 95.0)))
+                img.format, img.pixel_format = fmt.FORMAT_JPEG, fmt.PIXEL_FORMAT_RGB_U8
+                img.data = buf.getvalue()
+            out.status = image_pb2.ImageResponse.STATUS_OK
+        return r
+
+
+class _Manipulation(_Servicer, manipulation_api_service_pb2_grpc.ManipulationApiServiceServicer):  # type: ignore[misc]
+    def ManipulationApi(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.spot._enter("ManipulationApi", request, context)
+        r = MANIP.ManipulationApiResponse()
+        spot = self.spot
+        with spot._lock:
+            spot._advance()
+            spot._header(r.header, request)
+            if not spot._check_lease(request.lease, r.lease_use_result):
+                return r
+            plan = spot._plan_grasp(request)
+            if spot._fail_grasp is not None:
+                plan, spot._fail_grasp = (spot._fail_grasp, None, None), None
+            if not spot._s.motors_on:
+                plan = (MANIP.MANIP_STATE_GRASP_FAILED, None, None)
+            spot._end_current(FEEDBACK.STATUS_COMMAND_OVERRIDDEN)
+            cid = next(spot._ids)
+            cmd = _Command(cid, "grasp", time.monotonic(), spot._duration(GRASP_S), request=request, grasp=plan)
+            spot._s.commands[cid] = cmd
+            spot._s.current = cid
+            r.manipulation_cmd_id = cid
+        return r
+
+    def ManipulationApiFeedback(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.spot._enter("ManipulationApiFeedback", request, context)
+        r = MANIP.ManipulationApiFeedbackResponse()
+        spot = self.spot
+        with spot._lock:
+            spot._advance()
+            spot._header(r.header, request)
+            r.manipulation_cmd_id = request.manipulation_cmd_id
+            cmd = spot._s.commands.get(request.manipulation_cmd_id)
+            if cmd is None or cmd.grasp is None:
+                r.current_state = MANIP.MANIP_STATE_UNKNOWN
+            elif cmd.ended_status is not None:  # overridden (lease, stop) or frozen (e-stop)
+                r.current_state = MANIP.MANIP_STATE_GRASP_FAILED
+            elif spot._finished(cmd):
+                r.current_state = cmd.grasp[0]
+            elif time.monotonic() - cmd.start < cmd.duration_s / 2:
+                r.current_state = MANIP.MANIP_STATE_MOVING_TO_GRASP
+            else:
+                r.current_state = MANIP.MANIP_STATE_GRASPING_OBJECT
+        return r
+
+
+class _GraphNav(_Servicer, graph_nav_service_pb2_grpc.GraphNavServiceServicer):  # type: ignore[misc]
+    def GetLocalizationState(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.spot._enter("GetLocalizationState", request, context)
+        r = graph_nav_pb2.GetLocalizationStateResponse()
+        spot = self.spot
+        with spot._lock:
+            spot._advance()
+            spot._header(r.header, request)
+            if spot._s.localized and spot.waypoints:
+                body = spot._body_now()
+                wid = nearest(spot.waypoints, body)
+                loc = r.localization
+                loc.waypoint_id = wid
+                wp = spot.waypoints[wid]
+                wp3 = SE3Pose(wp[0], wp[1], BODY_HEIGHT, Quat.from_yaw(wp[2]))
+                loc.waypoint_tform_body.CopyFrom((wp3.inverse() * spot._odom_t_body()).to_proto())
+                loc.timestamp.GetCurrentTime()
+        return r
+
+    def NavigateTo(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.spot._enter("NavigateTo", request, context)
+        r = graph_nav_pb2.NavigateToResponse()
+        spot = self.spot
+        with spot._lock:
+            spot._advance()
+            spot._header(r.header, request)
+            s = spot._s
+            for lease in request.leases:
+                if not spot._check_lease(lease, r.lease_use_results.add()):
+                    return r
+            if not s.localized:
+                r.status = graph_nav_pb2.NavigateToResponse.STATUS_NOT_LOCALIZED_TO_MAP
+                return r
+            goal = spot.waypoints.get(request.destination_waypoint_id)
+            if goal is None:
+                r.status = graph_nav_pb2.NavigateToResponse.STATUS_UNKNOWN_WAYPOINT
+                return r
+            end_s = request.end_time.ToNanoseconds() / 1e9
+            if end_s and end_s < time.time():
+                r.status = graph_nav_pb2.NavigateToResponse.STATUS_EXPIRED
+                return r
+            if not s.motors_on or not s.standing or s.behavior_faults:
+                r.status = graph_nav_pb2.NavigateToResponse.STATUS_ROBOT_IMPAIRED
+                return r
+            spot._end_current(FEEDBACK.STATUS_COMMAND_OVERRIDDEN)
+            cid = next(spot._ids)
+            cmd = _Command(cid, "navigate", time.monotonic(), 0.0, request=request, end_time_s=end_s or None)
+            spot._start_walk(cmd, goal, NAV_SPEED, NAV_YAW_RATE)
+            if spot.time_scale is None:
+                cmd.duration_s = spot.motion_duration_s
+            if spot._fail_nav is not None:
+                (cmd.fail_status, fraction), spot._fail_nav = spot._fail_nav, None
+                cmd.duration_s *= fraction
+            s.commands[cid] = cmd
+            s.current = s.motion = cid
+            r.status = graph_nav_pb2.NavigateToResponse.STATUS_OK
+            r.command_id = cid
+        return r
+
+    def NavigationFeedback(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.spot._enter("NavigationFeedback", request, context)
+        r = graph_nav_pb2.NavigationFeedbackResponse()
+        spot = self.spot
+        with spot._lock:
+            spot._advance()
+            spot._header(r.header, request)
+            r.command_id = request.command_id
+            cmd = spot._s.commands.get(request.command_id)
+            if cmd is None or cmd.kind != "navigate":
+                r.status = NAV.STATUS_UNKNOWN
+            elif cmd.ended_status is not None:
+                r.status = (NAV.STATUS_ROBOT_IMPAIRED if cmd.ended_status == FEEDBACK.STATUS_ROBOT_FROZEN
+                            else NAV.STATUS_COMMAND_OVERRIDDEN)
+            elif spot._finished(cmd):
+                r.status = cmd.fail_status if cmd.fail_status is not None else NAV.STATUS_REACHED_GOAL
+            elif cmd.end_time_s is not None and time.time() > cmd.end_time_s:
+                r.status = NAV.STATUS_COMMAND_TIMED_OUT
+            else:
+                r.status = NAV.STATUS_FOLLOWING_ROUTE
         return r
