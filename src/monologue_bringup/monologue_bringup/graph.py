@@ -1,9 +1,9 @@
 """The node graph, described once. Used by launch/*.launch.py and by `monologue-up` (no rclpy).
 
-Parameters come from config/monologue.yaml, then config/robots/<robot>.yaml, then
-config/llm/<llm>.yaml; later files override earlier ones. What differs between robots (their own
-processes, the skills backend, the perception source, the success strategy, the scene node) comes
-from the robot table, config/robots.yaml (monologue_domain.robots; docs/adding_a_robot.md).
+Parameters come from config/monologue.yaml, then config/robots/<robot>.yaml (after the file of the robot
+it `extends`, if any), then config/llm/<llm>.yaml; later files override earlier ones. What differs
+between robots (their own processes, the skills backend, the perception source, the success strategy,
+the scene node) comes from the robot table, config/robots.yaml (monologue_domain.robots; docs/adding_a_robot.md).
 """
 from __future__ import annotations
 
@@ -201,10 +201,10 @@ def default_config_dir() -> Path:
 
 def params_files(config_dir: Path, robot: str, llm: str) -> list[Path]:
     """Parameter files for a (robot, llm) pair, in override order; raises ValueError if missing."""
-    robot_entry(robot, config_dir)
+    entry = robot_entry(robot, config_dir)
     if llm not in LLMS:
         raise ValueError(f"unknown llm {llm!r}; choose one of {LLMS}")
-    files = [config_dir / "monologue.yaml", config_dir / "robots" / f"{robot}.yaml",
+    files = [config_dir / "monologue.yaml", *(config_dir / f for f in entry.robot_files),
              config_dir / "llm" / f"{llm}.yaml"]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:

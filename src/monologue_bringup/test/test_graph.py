@@ -55,7 +55,8 @@ def test_graph_has_the_nodes() -> None:
 def test_the_robot_table_decides_backend_camera_perception_and_success() -> None:
     """One vocabulary: a robot name; its entry names the skills plug-in, camera, perception source and
     success strategy, and the graph passes them to the nodes (after the parameter files)."""
-    assert ROBOTS == robots() == ("sim", "sim_kinematic", "ur5e", "sim_kitchen", "sim_household", "spot")
+    assert ROBOTS == robots() == ("sim", "sim_kinematic", "ur5e", "sim_kitchen", "sim_household", "spot",
+                                 "spot_realsense")
     assert simulated_robots() == ("sim", "sim_kinematic", "sim_kitchen", "sim_household")
     assert robot_entry("sim_kitchen").world == "kitchen" and robot_entry("ur5e").world == "tabletop"
     assert robot_params("ur5e") == {"skills": {"backend": "ur5e"}, "perception": {"source": "camera"},
@@ -89,6 +90,18 @@ def test_a_broken_robot_table_is_refused_with_every_problem() -> None:
     assert "perception: must be one of" in str(e.value) and "'cam' is not one of its nodes" in str(e.value)
     with pytest.raises(ValueError, match="needs a non-empty"):
         parse_robots({})
+    base = {"description": "d", "skills_backend": "spot", "perception": "oracle", "success": "skill_result"}
+    with pytest.raises(ValueError) as e:  # a variant extends a robot that exists and extends none
+        parse_robots({"robots": {"a": {**base, "extends": "b"}, "b": {**base, "extends": "c"}, "c": base,
+                                 "d": {**base, "extends": "nobody"}}})
+    assert "robots.a.extends" in str(e.value) and "robots.d.extends" in str(e.value)
+    assert "robots.b.extends" not in str(e.value)
+
+
+def test_a_variant_loads_its_base_robots_file_first() -> None:
+    files = params_files(CONFIG, "spot_realsense", "embedded")
+    assert [f.relative_to(CONFIG).as_posix() for f in files] == [
+        "monologue.yaml", "robots/spot.yaml", "robots/spot_realsense.yaml", "llm/embedded.yaml"]
 
 
 def test_live_replay_and_recording_select_from_the_one_list() -> None:

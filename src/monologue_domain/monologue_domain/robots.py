@@ -46,6 +46,13 @@ class Robot:
     camera: str = ""  # the node publishing camera/* ("" = no camera)
     scene_node: str = ""  # the node whose sim.* parameters set a simulated scene ("" = a real robot)
     world: str = ""  # kind of world: tabletop (IM Table 1) | kitchen (SayCan, IM §4.3) | household (CAPE)
+    extends: str = ""  # another robot whose robots/<extends>.yaml is loaded before robots/<name>.yaml
+
+    @property
+    def robot_files(self) -> tuple[str, ...]:
+        """Its parameter files relative to the config dir, in override order."""
+        own = f"robots/{self.name}.yaml"
+        return (f"robots/{self.extends}.yaml", own) if self.extends else (own,)
 
     @property
     def simulated(self) -> bool:
@@ -86,7 +93,7 @@ def parse_robots(data: object, source: str = TABLE_FILE) -> dict[str, Robot]:
             errors.append(f"{where}: must be a mapping")
             continue
         unknown = set(entry) - {"description", "skills_backend", "perception", "success", "nodes", "camera",
-                                "scene_node", "world"}
+                                "scene_node", "world", "extends"}
         if unknown:
             errors.append(f"{where}: unknown keys {sorted(unknown)}")
         nodes: list[RobotNode] = []
@@ -109,7 +116,8 @@ def parse_robots(data: object, source: str = TABLE_FILE) -> dict[str, Robot]:
             perception=_text(entry, "perception", where, errors), success=_text(entry, "success", where, errors),
             nodes=tuple(nodes), camera=_text(entry, "camera", where, errors, required=False),
             scene_node=_text(entry, "scene_node", where, errors, required=False),
-            world=_text(entry, "world", where, errors, required=False))
+            world=_text(entry, "world", where, errors, required=False),
+            extends=_text(entry, "extends", where, errors, required=False))
         own = {n.name for n in nodes}
         if len(own) != len(nodes):
             errors.append(f"{where}.nodes: duplicate node names")
@@ -125,6 +133,10 @@ def parse_robots(data: object, source: str = TABLE_FILE) -> dict[str, Robot]:
             errors.append(f"{where}.scene_node: {robot.scene_node!r} is neither one of its nodes nor "
                           f"{SKILLS_NODE!r}")
         robots[name] = robot
+    for name, robot in robots.items():
+        base = robots.get(robot.extends)
+        if robot.extends and (base is None or base.extends or robot.extends == name):
+            errors.append(f"robots.{name}.extends: must name another robot that extends none, got {robot.extends!r}")
     if errors:
         raise ValueError(f"invalid robot table {source}:\n  " + "\n  ".join(errors))
     return robots
@@ -140,12 +152,15 @@ def load_robots(config_dir: Path) -> dict[str, Robot]:
 
 def node_parameters(config_dir: Path, node: str, files: Sequence[str]) -> dict[str, object]:
     """The parameters `node` gets from `files` (paths relative to config_dir, in override order, e.g.
-    monologue.yaml, robots/<robot>.yaml, llm/<llm>.yaml) with what the robot table decides for
-    robots/<robot>.yaml applied after it, as the graph starts it: {dotted name: value}. For tests and
-    tools that check or use the configuration without starting a node."""
+    monologue.yaml, robots/<robot>.yaml, llm/<llm>.yaml; a robot file stands for the robot's `robot_files`)
+    with what the robot table decides for robots/<robot>.yaml applied after it, as the graph starts it:
+    {dotted name: value}. For tests and tools that check or use the configuration without starting a node."""
     out: dict[str, object] = {}
     for f in files:
-        out.update(parameters_from_files([config_dir / f], node))
         if Path(f).parent.name == "robots":
-            out.update(load_robots(config_dir)[Path(f).stem].node_params().get(node, {}))
+            robot = load_robots(config_dir)[Path(f).stem]
+            out.update(parameters_from_files([config_dir / g for g in robot.robot_files], node))
+            out.update(robot.node_params().get(node, {}))
+        else:
+            out.update(parameters_from_files([config_dir / f], node))
     return out

@@ -6,6 +6,9 @@
 - Spot's hand camera for perception: `<ns>/color/image_raw` (rgb8), `<ns>/aligned_depth_to_color/image_raw`
   (16UC1 mm, aligned to colour), `<ns>/color/camera_info` and /tf odom -> body -> <sensor frame>, all stamped
   with the colour image's acquisition time (robot clock converted by time sync), at `spot.camera.rate` Hz;
+- or, for a camera of our own (a RealSense on the arm, `spot.camera_mount`): /tf odom -> body -> hand from the
+  robot state (stamped with its acquisition time) at `spot.camera_mount.rate` Hz and the mount, hand (or body)
+  -> the camera's optical frame, on /tf_static;
 - perception's scene description (`scene_topic`, odom frame) into the skills' SceneBuffer (the belief);
 - the optional approval gate over the AskHuman action (`approval.mode: skill`).
 
@@ -21,7 +24,7 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Bool
 
@@ -31,12 +34,12 @@ from monologue_interfaces.msg import RobotStatus, SceneDescription
 from monologue_interfaces.srv import ResetEstop
 
 from .arm_ros import AskHumanApproval
-from .backends.spot import SpotBackendSettings
+from .backends.spot import SpotBackendSettings, SpotCameraMountSettings
 from .core.safety import ApprovalGate
-from .core.spot import SpotFault, SpotRobot, SpotStatus
+from .core.spot import SpotFault, SpotKinematics, SpotRobot, SpotStatus
 from .core.spot_skills import Pose3, SceneBuffer, SpotKitchenSkills, compose3, invert3
 
-ODOM, BODY = "odom", "body"  # Spot's frame names (bosdyn.client.frame_helpers)
+ODOM, BODY, HAND = "odom", "body", "hand"  # Spot's frame names (bosdyn.client.frame_helpers)
 
 
 class SpotRosBridge:
@@ -68,6 +71,9 @@ class SpotRosBridge:
         self._camera: SpotCameraPublisher | None = None
         if s.camera.rate > 0.0:
             self._camera = SpotCameraPublisher(node, logger, robot, s)
+        self._mount: SpotMountTfPublisher | None = None
+        if s.camera_mount.rate > 0.0:
+            self._mount = SpotMountTfPublisher(node, robot, s.camera_mount)
         self.publish_status()
 
     def attach(self, backend: SpotKitchenSkills) -> None:
@@ -78,6 +84,8 @@ class SpotRosBridge:
         self._timer.cancel()
         if self._camera is not None:
             self._camera.close()
+        if self._mount is not None:
+            self._mount.close()
 
     def start_posture(self) -> None:
         """Power on and stand as configured; a failure is logged and shows on robot/status (no raise)."""
@@ -272,6 +280,52 @@ class SpotCameraPublisher:
         self._tf.publish(self._tf_msg(transforms=tf))  # the pose first: perception looks it up per image
         for topic, msg in msgs:
             self._pubs[topic].publish(msg)
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+
+# ---- a camera of our own on the arm (or the body) ------------------------------------------------------
+
+def mount_transforms(kin: SpotKinematics, parent: str) -> list[TransformStamped]:
+    """/tf of one robot state for a camera fixed to `parent` (hand | body): odom -> body, and body -> hand
+    when the camera is on the hand, stamped with the state's acquisition time. ValueError when the camera is
+    on the hand and the state has no hand frame."""
+    stamp = stamp_msg(kin.stamp_s)
+    out = [transform_msg(stamp, ODOM, BODY, kin.odom_from_body)]
+    if parent == HAND:
+        if kin.body_from_hand is None:
+            raise ValueError("the robot state has no hand frame (no arm?): set spot.camera_mount.parent to body")
+        out.append(transform_msg(stamp, BODY, HAND, kin.body_from_hand))
+    return out
+
+
+class SpotMountTfPublisher:
+    """The pose of a camera of our own (a RealSense on the arm, its own node publishing the images): the
+    mount `parent` -> `frame` once on /tf_static (latched), and odom -> body (-> hand) from the robot state at
+    `rate` Hz on /tf, so that perception looks the camera's pose up at each image's stamp. A failed read
+    (robot not reachable) is logged (throttled) and retried."""
+
+    def __init__(self, node: Node, robot: SpotRobot, m: SpotCameraMountSettings) -> None:
+        from tf2_msgs.msg import TFMessage
+
+        self._node, self._robot, self._m = node, robot, m
+        self._msg = TFMessage
+        self._pub = node.create_publisher(TFMessage, "/tf", 100)
+        static_qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                reliability=ReliabilityPolicy.RELIABLE)
+        self._static = node.create_publisher(TFMessage, "/tf_static", static_qos)
+        self._static.publish(TFMessage(transforms=[
+            transform_msg(node.get_clock().now().to_msg(), m.parent, m.frame, m.pose)]))
+        self._timer = node.create_timer(1.0 / m.rate, self.publish, callback_group=MutuallyExclusiveCallbackGroup())
+
+    def publish(self) -> None:
+        try:
+            tf = mount_transforms(self._robot.kinematics(), self._m.parent)
+        except (SpotFault, ValueError) as e:  # not connected (robot/status says why), or no arm
+            self._node.get_logger().warning(f"Spot camera mount TF: {e}", throttle_duration_sec=5.0)
+            return
+        self._pub.publish(self._msg(transforms=tf))
 
     def close(self) -> None:
         self._timer.cancel()

@@ -10,12 +10,14 @@ PRECONDITION_FAILED with the kitchen's `failed_precondition` line, as on sim_kit
 
 This module reads the settings (ParamReader, every value from config/robots/spot.yaml; every problem
 reported at once) and wires SpotRobot, the skills and the ROS bridge (skills_node.spot_ros: robot/status,
-`estop`, `estop_reset`, the hand camera as Image / CameraInfo / TF, perception's scene for the belief, the
+`estop`, `estop_reset`, the hand camera as Image / CameraInfo / TF - or, for a camera of our own such as a
+RealSense on the arm (`spot.camera_mount`), the TF it needs -, perception's scene for the belief, the
 approval gate). Credentials come only from the environment (BOSDYN_CLIENT_USERNAME /
 BOSDYN_CLIENT_PASSWORD). Bring-up and what is verified only against the fake: docs/spot.md.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from monologue_common.core.settings import ParamReader
@@ -24,6 +26,7 @@ from ..core.spot_skills import SKILLS, SceneBuffer, SpotKitchenSettings, SpotKit
 from . import BackendHandle, BackendHost, BackendPlugin
 
 APPROVAL_MODES = ("off", "skill")  # skill: a person approves every skill before it moves Spot
+MOUNT_PARENTS = ("hand", "body")  # Spot frames a camera of our own can be mounted on
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,18 @@ class SpotCameraSettings:
     color_source: str  # ImageClient source of the colour image (rgb8)
     depth_source: str  # depth aligned to the colour image (16UC1)
     namespace: str  # topic prefix, "camera" -> camera/color/image_raw ...
+
+
+@dataclass(frozen=True)
+class SpotCameraMountSettings:
+    """A camera of our own (a RealSense on the arm, published by its own node) whose pose perception looks up
+    on /tf: odom -> body -> hand from the robot state at `rate` Hz, and `parent` -> `frame` (static)."""
+
+    rate: float  # Hz, odom -> body (-> hand) on /tf (0 = off)
+    parent: str  # Spot frame the camera is fixed to: hand | body
+    frame: str  # the camera's optical frame id, as in its images' headers
+    # parent_T_frame: (x, y, z) m, unit quaternion (x, y, z, w)
+    pose: tuple[tuple[float, float, float], tuple[float, float, float, float]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,7 @@ class SpotBackendSettings:
     power_on_at_start: bool  # power the motors on after connecting (and after an e-stop reset)
     stand_at_start: bool  # stand after powering on (needs power_on_at_start)
     status_rate: float  # Hz, robot/status (also sent on every change)
+    camera_mount: SpotCameraMountSettings
 
 
 def _per_name(r: ParamReader, key: str, names: tuple[str, ...], width: int, what: str) -> dict[str, tuple[float, ...]]:
@@ -71,8 +87,26 @@ def _vec3(v: tuple[float, ...]) -> tuple[float, float, float]:
     return (v[0], v[1], v[2]) if len(v) == 3 else (0.0, 0.0, 0.0)
 
 
+def _camera_mount(r: ParamReader, camera_rate: float) -> SpotCameraMountSettings:
+    rate = r.number("spot.camera_mount.rate", low=0.0, high=100.0)
+    parent = r.string("spot.camera_mount.parent", MOUNT_PARENTS)
+    frame = r.string("spot.camera_mount.frame", nonempty=True)
+    pose = r.numbers("spot.camera_mount.pose", 7)
+    q = pose[3:] if len(pose) == 7 else (0.0, 0.0, 0.0, 1.0)
+    norm = math.sqrt(sum(c * c for c in q))
+    r.check(abs(norm - 1.0) < 1e-3, f"spot.camera_mount.pose: the quaternion {list(q)} (x y z w) must be a unit "
+            f"quaternion, its norm is {norm:.4f}")
+    r.check(rate == 0.0 or camera_rate == 0.0, "spot.camera.rate and spot.camera_mount.rate both publish odom -> "
+            "body on /tf: set one of them to 0 (the hand camera or a camera of our own)")
+    r.check(frame.strip() not in ("odom", "body", "hand", "vision", "flat_body"),
+            f"spot.camera_mount.frame: {frame!r} is a Spot frame; name the camera's optical frame")
+    xyz = (pose[0], pose[1], pose[2]) if len(pose) == 7 else (0.0, 0.0, 0.0)
+    quat = (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm) if norm > 0.0 else (0.0, 0.0, 0.0, 1.0)
+    return SpotCameraMountSettings(rate, parent, frame.strip(), (xyz, quat))
+
+
 def read(r: ParamReader) -> SpotBackendSettings | None:
-    from ..core.spot import SpotSettings
+    from ..core.spot import SpotSettings, ca_cert_problem
 
     def positive(name: str) -> float:
         return r.number(f"spot.{name}", low=0.0, low_open=True)
@@ -81,13 +115,15 @@ def read(r: ParamReader) -> SpotBackendSettings | None:
         hostname=r.string("spot.hostname", nonempty=True),
         port=r.integer("spot.port", low=1, high=65535),
         client_name=r.string("spot.client_name", nonempty=True),
-        ca_cert_path=r.string("spot.ca_cert_path"),
+        ca_cert_path=r.string("spot.ca_cert_path").strip(),
         rpc_timeout_s=positive("rpc_timeout"), connect_timeout_s=positive("connect_timeout"),
         command_timeout_s=positive("command_timeout"), feedback_period_s=positive("feedback_period"),
         take_lease=r.boolean("spot.take_lease"), lease_check_period_s=positive("lease_check_period"),
         estop_timeout_s=positive("estop_timeout"),
         max_linear_velocity=positive("max_linear_velocity"), max_angular_velocity=positive("max_angular_velocity"),
     )
+    cert_problem = ca_cert_problem(str(robot_values["ca_cert_path"]))
+    r.check(cert_problem is None, f"spot.ca_cert_path: {cert_problem}")
     extra = {f.name for f in fields(SpotSettings)} - set(robot_values)
     if "max_arm_reach" in extra:  # the arm's reach limit (core.spot): m from the body origin
         robot_values["max_arm_reach"] = positive("max_arm_reach")
@@ -134,6 +170,7 @@ def read(r: ParamReader) -> SpotBackendSettings | None:
     camera = SpotCameraSettings(r.number("spot.camera.rate", low=0.0, high=30.0),
                                 str(kitchen["color_source"]), str(kitchen["depth_source"]),
                                 r.string("spot.camera.namespace", nonempty=True))
+    mount = _camera_mount(r, camera.rate)
     scene_topic = r.string("scene_topic", nonempty=True)
     mode = r.string("approval.mode", APPROVAL_MODES)
     approval_timeout = r.number("approval.timeout", low=0.0, low_open=True)
@@ -155,7 +192,7 @@ def read(r: ParamReader) -> SpotBackendSettings | None:
     if r.errors:
         return None
     return SpotBackendSettings(robot, fence, camera, scene_topic, mode, approval_timeout, approval_action,
-                               power_on, stand, rate)
+                               power_on, stand, rate, mount)
 
 
 def create(host: BackendHost, s: SpotBackendSettings) -> BackendHandle:
@@ -199,4 +236,5 @@ def create(host: BackendHost, s: SpotBackendSettings) -> BackendHandle:
 
 PLUGIN = BackendPlugin("spot", read, create, "Boston Dynamics Spot through bosdyn-client (SayCan's kitchen skills)")
 
-__all__ = ["PLUGIN", "SpotBackendSettings", "SpotCameraSettings", "create", "read", "relative"]
+__all__ = ["MOUNT_PARENTS", "PLUGIN", "SpotBackendSettings", "SpotCameraMountSettings", "SpotCameraSettings", "create",
+           "read", "relative"]

@@ -15,8 +15,10 @@ What it does, in order, on `connect()`:
    `SpotFault` with cause `LEASE_LOST`.
 Then `power_on()`, `stand()`, `sit()`, `power_off()`, `move()` (body-frame SE2 velocity for a duration),
 `go_to()` (an SE2 trajectory relative to the body), `go_to_odom()` (to a pose in the odometry frame) and
-`stop()`; `body_pose()` reads odom_T_body from the kinematic state; `status()` reads the robot state into a
-`SpotStatus` shaped like the UR5e backend's `ArmStatus` (`ok`, `fault()` -> `FaultKind`, `describe()`).
+`stop()`; `body_pose()` reads odom_T_body from the kinematic state, `kinematics()` odom_T_body and
+body_T_hand with their acquisition time (for a camera mounted on the arm or the body); `status()` reads
+the robot state into a `SpotStatus` shaped like the UR5e backend's `ArmStatus` (`ok`, `fault()` ->
+`FaultKind`, `describe()`).
 GraphNav: `navigate_to_waypoint()` (navigate_to + navigation feedback), `graph_nav_waypoint()`.
 Cameras: `get_images()` (ImageClient.get_image, RAW pixels) -> `SpotImage` (pixels, intrinsics, poses).
 Arm: `pick_in_image()` (ManipulationApi PickObjectInImage; a failed grasp raises `GraspFailed`, not a
@@ -32,6 +34,7 @@ robot gives `SpotFault(CONNECTION_LOST)` within those, never a hang.
 from __future__ import annotations
 
 import contextlib
+import glob
 import io
 import logging
 import math
@@ -61,6 +64,7 @@ from bosdyn.client.estop import EstopClient, EstopEndpoint, EstopKeepAlive  # ty
 from bosdyn.client.frame_helpers import (  # type: ignore[import-untyped, unused-ignore]
     BODY_FRAME_NAME,
     GRAV_ALIGNED_BODY_FRAME_NAME,
+    HAND_FRAME_NAME,
     ODOM_FRAME_NAME,
     get_a_tform_b,
     get_odom_tform_body,
@@ -198,6 +202,26 @@ class SpotImage:
 
 
 @dataclass(frozen=True)
+class SpotKinematics:
+    """Poses from one robot state's kinematic frame tree, at its acquisition time."""
+
+    odom_from_body: Pose3
+    body_from_hand: Pose3 | None  # None: the frame tree has no `hand` (a Spot without an arm)
+    stamp_s: float  # acquisition time, local wall-clock s (robot clock converted by time sync)
+
+
+def ca_cert_problem(path: str) -> str | None:
+    """Why `path` (a robot CA certificate: a file or a glob, as bosdyn-client reads it) cannot be used, or
+    None ("" = the CA bundled with bosdyn-client). The SDK reports a missing file as an IOError that would
+    look like a lost connection; this says what is wrong before connecting."""
+    if not path:
+        return None
+    if not [c for c in glob.glob(os.path.expanduser(path)) if os.path.isfile(c)]:
+        return f"no file matches {path!r} (the robot's CA certificate, PEM; \"\" = the one bundled with bosdyn-client)"
+    return None
+
+
+@dataclass(frozen=True)
 class SpotCredentials:
     """Robot login. Only ever built from the environment; the password never appears in a repr."""
 
@@ -244,6 +268,9 @@ class SpotSettings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be > 0, got {value}")
+        problem = ca_cert_problem(self.ca_cert_path)
+        if problem:
+            raise ValueError(f"ca_cert_path: {problem}")
 
 
 @dataclass(frozen=True)
@@ -373,8 +400,8 @@ class SpotRobot:
     fault, motors off, feedback failure, navigation failure, timeout, connection lost), `MotionRefused`
     (over the velocity limits, beyond the arm's reach, outside the image; nothing sent), `MotionInterrupted`
     (cancelled; a stop was sent) or, from `pick_in_image` only, `GraspFailed` (the robot is fine).
-    `status()`, `body_pose()`, `holding()`, `graph_nav_waypoint()` and `get_images()` may be called from
-    other threads while a motion runs.
+    `status()`, `body_pose()`, `kinematics()`, `holding()`, `graph_nav_waypoint()` and `get_images()` may be
+    called from other threads while a motion runs.
     """
 
     def __init__(
@@ -433,7 +460,8 @@ class SpotRobot:
 
     def _connect(self) -> None:
         c = self.cfg
-        sdk = bosdyn.client.create_standard_sdk(c.client_name, cert_resource_glob=c.ca_cert_path or None)
+        sdk = bosdyn.client.create_standard_sdk(
+            c.client_name, cert_resource_glob=os.path.expanduser(c.ca_cert_path) if c.ca_cert_path else None)
         for client_class in _CLIENTS:
             sdk.register_service_client(_with_deadline(client_class, c.rpc_timeout_s))
         robot = sdk.create_robot(c.hostname)
@@ -861,6 +889,26 @@ class SpotRobot:
         if pose is None:
             raise SpotFault(SpotFaultCause.COMMAND_FAILED, "body pose: no odom -> body transform in the robot state")
         return (float(pose.x), float(pose.y), float(pose.rot.to_yaw()))
+
+    def kinematics(self) -> SpotKinematics:
+        """odom_T_body and body_T_hand from the robot state's kinematic frame tree, stamped with its
+        acquisition time converted to local time (as SpotImage.stamp_s): the TF of a camera on the arm."""
+        state = self._robot_state("kinematics")
+        kin = state.kinematic_state
+        try:
+            body = get_odom_tform_body(kin.transforms_snapshot)
+            hand = get_a_tform_b(kin.transforms_snapshot, BODY_FRAME_NAME, HAND_FRAME_NAME)
+        except Exception as e:
+            raise SpotFault(SpotFaultCause.COMMAND_FAILED,
+                            f"kinematics: bad frame tree ({_describe_sdk_error(e)})") from e
+        if body is None:
+            raise SpotFault(SpotFaultCause.COMMAND_FAILED, "kinematics: no odom -> body transform in the robot state")
+        robot = self._robot
+        if robot is None:
+            raise SpotFault(SpotFaultCause.CONNECTION_LOST, f"kinematics: not connected to {self.cfg.hostname}")
+        stamp = robot.time_sync.get_robot_time_converter().local_seconds_from_robot_timestamp(
+            kin.acquisition_timestamp)
+        return SpotKinematics(_pose3(body), _pose3(hand) if hand is not None else None, float(stamp))
 
     def stop(self) -> None:
         """Stop walking (a stop command; best effort, bounded by rpc_timeout_s)."""

@@ -20,6 +20,8 @@ It behaves like the robot where this project depends on it:
 - stand / sit / SE2 velocity / SE2 trajectory commands run for a short simulated time, then report their
   end status; `fail_next_command(...)` makes the next command's feedback report a failure and adds a
   behaviour fault;
+- its clock runs `clock_skew_s` ahead of this host's (time sync reports that skew; acquisition times and
+  command end times are on the robot's clock);
 - `go_silent()` makes every RPC hang until `resume()` (the clients' deadlines expire), `stop()` takes the
   server away.
 Every RPC is recorded in `FakeSpot.calls` by method name, in order; `when(call, action)` runs an action when
@@ -185,7 +187,7 @@ class _Command:
     ended_at: float | None = None  # time.monotonic() s when it was overridden / frozen
     arm_target: HandPose | None = None  # arm_pose: where the hand goes
     grasp: tuple[int, str | None, tuple[float, float, float] | None] | None = None  # final state, box, hit
-    end_time_s: float | None = None  # navigation: wall-clock expiry
+    end_time_s: float | None = None  # navigation: expiry, robot clock (s)
 
 
 @dataclass
@@ -216,7 +218,8 @@ class FakeSpot:
     def __init__(self, username: str = "user", password: str = "fake-spot-password",
                  serial: str = "fake-spot-0001", motion_duration_s: float = 0.2, world: FakeKitchen | None = None,
                  time_scale: float | None = None, image_size: tuple[int, int] = (640, 480),
-                 focal_length_px: float = 552.0, waypoints: dict[str, Pose2] | None = None) -> None:
+                 focal_length_px: float = 552.0, waypoints: dict[str, Pose2] | None = None,
+                 clock_skew_s: float = 0.0) -> None:
         self.username = username
         self.password = password
         self.serial = serial
@@ -238,6 +241,7 @@ class FakeSpot:
         self.image_size = image_size  # px, (width, height) of both hand images
         self.focal_length_px = focal_length_px  # px (fx = fy; principal point at the centre)
         self.waypoints: dict[str, Pose2] = dict(waypoints or {})  # GraphNav waypoint id -> pose (odom)
+        self.clock_skew_s = clock_skew_s  # s, the robot's clock minus this host's (time sync reports it)
         self.raw_color = True  # False: the colour camera answers JPEG whatever is asked (as some sources do)
         if world is not None:
             self._s.body = world.body
@@ -246,6 +250,15 @@ class FakeSpot:
                                    if loc in world.waypoint_ids})
         self._fail_grasp: int | None = None
         self._fail_nav: tuple[int, float] | None = None
+
+    # -- the robot's clock ----------------------------------------------------------------------
+    def robot_time_s(self) -> float:
+        """Now on the robot's clock (s): this host's clock plus `clock_skew_s`."""
+        return time.time() + self.clock_skew_s
+
+    def _stamp_robot_now(self, ts: Any) -> None:
+        """Set a Timestamp proto to now, robot clock."""
+        ts.FromNanoseconds(time.time_ns() + int(round(self.clock_skew_s * 1e9)))
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeSpot:
@@ -794,8 +807,8 @@ class _TimeSync(_Servicer, time_sync_service_pb2_grpc.TimeSyncServiceServicer): 
         r = time_sync_pb2.TimeSyncUpdateResponse()
         self.spot._header(r.header, request)
         r.clock_identifier = request.clock_identifier or "fake-spot-clock"
-        r.state.status = time_sync_pb2.TimeSyncState.STATUS_OK  # same host clock: skew 0
-        r.state.best_estimate.clock_skew.SetInParent()
+        r.state.status = time_sync_pb2.TimeSyncState.STATUS_OK  # the skew is known exactly (same host)
+        r.state.best_estimate.clock_skew.FromNanoseconds(int(round(self.spot.clock_skew_s * 1e9)))
         r.state.best_estimate.round_trip_time.nanos = 1_000_000
         r.state.measurement_time.GetCurrentTime()
         return r
@@ -1030,7 +1043,7 @@ class _RobotState(_Servicer, robot_state_service_pb2_grpc.RobotStateServiceServi
                                                    status=robot_state_pb2.BehaviorFault.STATUS_CLEARABLE)
             st.behavior_state.state = (robot_state_pb2.BehaviorState.STATE_STANDING if s.standing
                                        else robot_state_pb2.BehaviorState.STATE_NOT_READY)
-            st.kinematic_state.acquisition_timestamp.GetCurrentTime()
+            spot._stamp_robot_now(st.kinematic_state.acquisition_timestamp)
             spot._snapshot(st.kinematic_state.transforms_snapshot)
             m = st.manipulator_state
             m.gripper_open_percentage = s.gripper_open_pct
@@ -1064,8 +1077,8 @@ class _RobotCommand(_Servicer, robot_command_service_pb2_grpc.RobotCommandServic
             sync = request.command.synchronized_command
             if kind == "velocity":
                 end = sync.mobility_command.se2_velocity_request.end_time
-                # end_time is robot time; the fake's clock is the client's (skew 0).
-                duration = max(0.0, end.ToNanoseconds() / 1e9 - time.time())
+                # end_time is robot time
+                duration = max(0.0, end.ToNanoseconds() / 1e9 - spot.robot_time_s())
             elif kind == "stop":
                 duration = 0.0
             elif kind in ("stow", "carry"):
@@ -1186,7 +1199,7 @@ class _Image(_Servicer, image_service_pb2_grpc.ImageServiceServicer):  # type: i
                 rendered = world.render(odom_t_cam.to_matrix(), w, h, f, f, w / 2.0, h / 2.0)
             rgb, depth = rendered
             shot = out.shot
-            shot.acquisition_time.GetCurrentTime()  # robot clock = this clock (skew 0)
+            spot._stamp_robot_now(shot.acquisition_time)  # robot clock
             shot.transforms_snapshot.CopyFrom(snapshot)
             shot.frame_name_image_sensor = SENSOR_FRAME
             img = shot.image
@@ -1271,7 +1284,7 @@ class _GraphNav(_Servicer, graph_nav_service_pb2_grpc.GraphNavServiceServicer): 
                 wp = spot.waypoints[wid]
                 wp3 = SE3Pose(wp[0], wp[1], BODY_HEIGHT, Quat.from_yaw(wp[2]))
                 loc.waypoint_tform_body.CopyFrom((wp3.inverse() * spot._odom_t_body()).to_proto())
-                loc.timestamp.GetCurrentTime()
+                spot._stamp_robot_now(loc.timestamp)
         return r
 
     def NavigateTo(self, request: Any, context: Any) -> Any:  # noqa: N802
@@ -1292,8 +1305,8 @@ class _GraphNav(_Servicer, graph_nav_service_pb2_grpc.GraphNavServiceServicer): 
             if goal is None:
                 r.status = graph_nav_pb2.NavigateToResponse.STATUS_UNKNOWN_WAYPOINT
                 return r
-            end_s = request.end_time.ToNanoseconds() / 1e9
-            if end_s and end_s < time.time():
+            end_s = request.end_time.ToNanoseconds() / 1e9  # robot clock
+            if end_s and end_s < spot.robot_time_s():
                 r.status = graph_nav_pb2.NavigateToResponse.STATUS_EXPIRED
                 return r
             if not s.motors_on or not s.standing or s.behavior_faults:
@@ -1330,7 +1343,7 @@ class _GraphNav(_Servicer, graph_nav_service_pb2_grpc.GraphNavServiceServicer): 
                             else NAV.STATUS_COMMAND_OVERRIDDEN)
             elif spot._finished(cmd):
                 r.status = cmd.fail_status if cmd.fail_status is not None else NAV.STATUS_REACHED_GOAL
-            elif cmd.end_time_s is not None and time.time() > cmd.end_time_s:
+            elif cmd.end_time_s is not None and spot.robot_time_s() > cmd.end_time_s:
                 r.status = NAV.STATUS_COMMAND_TIMED_OUT
             else:
                 r.status = NAV.STATUS_FOLLOWING_ROUTE
