@@ -99,6 +99,7 @@ if [ "$LINT" = 1 ]; then
     src/monologue_eval/monologue_eval/bag_info.py
     src/monologue_eval/monologue_eval/bench.py
     src/monologue_eval/monologue_eval/kitchen_bench.py
+    src/monologue_eval/monologue_eval/cape_bench.py
     src/monologue_eval/monologue_eval/client.py
     src/monologue_eval/monologue_eval/demo.py
     src/monologue_eval/monologue_eval/replay.py

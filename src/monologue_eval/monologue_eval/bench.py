@@ -1,12 +1,13 @@
 """`monologue-bench`: IM Table 1 (IM §4.1) through the real node graph; with `--suite saycan | im_kitchen`
-SC Table 2 / IM Table 3 on the symbolic kitchen (kitchen_bench.py).
+SC Table 2 / IM Table 3 on the symbolic kitchen (kitchen_bench.py); with `--suite cape` CAPE Tables I-II
+on the household (cape_bench.py).
 
 Runs N episodes per task family x planner variant, each on a scene sampled for that episode, and
 scores each with the task's ground-truth reward on the final `sim/ground_truth` state. Writes
 `<out>/episodes.jsonl` as it goes (a rerun with the same --out continues where a run stopped), then
 `results.json`, `table.md` and `chart.png`.
 
-    monologue-bench [--suite table1|saycan|im_kitchen]
+    monologue-bench [--suite table1|saycan|im_kitchen|cape]
                     [--llm embedded|openai] [--seed N] [--episodes N | --full] [--tasks all|seen|unseen|a,b]
                     [--variants all|a,b] [--out DIR] [--strategy scoring|generative] [--affordances on|off]
                     [--place-noise M] [--max-steps K] [--timeout S] [--robot sim|sim_kinematic]
@@ -58,6 +59,7 @@ from .core.benchmark import (
     split_wall_time,
     summarize,
 )
+from .core.cape_bench import CAPE_VARIANTS
 from .core.kitchen_bench import IM_SUITE_VARIANTS, KITCHEN_SUITES, SAYCAN_SUITE_VARIANTS
 from .core.report import markdown_table, report_markdown, results_json, settings_text, write_chart, write_json
 
@@ -69,7 +71,7 @@ LOG = logging.getLogger("monologue_bench")
 DEFAULT_EPISODES = 1  # per cell; 8 tasks x 3 variants ~ 10 min with the embedded model on 2 cores
 SCENE_ATTEMPTS = 5  # redraws when a sampled scene already satisfies its task
 TITLES = {k: (f.title, f.split) for k, f in FAMILIES.items()}
-SUITES = ("table1", *KITCHEN_SUITES)  # --suite choices
+SUITES = ("table1", *KITCHEN_SUITES, "cape")  # --suite choices
 SIMULATOR_FIGURES_TIMEOUT_S = 300.0  # s for the MuJoCo timing process
 # The simulator's speed is measured by the simulator benchmark in a process of its own: the bench talks
 # to the graph and never imports a node package's internals.
@@ -430,7 +432,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", choices=SUITES, default="table1",
                     help="table1: IM Table 1 on the tabletop (default); saycan: SayCan's 101 instructions "
-                         "(SC Table 2); im_kitchen: IM Table 3. The kitchen suites run on robot sim_kitchen")
+                         "(SC Table 2); im_kitchen: IM Table 3. The kitchen suites run on robot sim_kitchen; "
+                         "cape: CAPE Tables I-II on robot sim_household")
     ap.add_argument("--llm", choices=("embedded", "openai"), default="embedded")
     ap.add_argument("--robot", choices=tabletop_robots(), default="sim",
                     help="table1: sim (default: the MuJoCo simulator) or sim_kinematic (the in-process "
@@ -442,8 +445,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--tasks", default="all", help=f"table1: all, seen, unseen, or a comma list of {list(FAMILIES)}")
     ap.add_argument("--variants", default="all",
                     help=f"all or a comma list of: table1 {list(VARIANTS)}; saycan {list(SAYCAN_SUITE_VARIANTS)}; "
-                         f"im_kitchen {list(IM_SUITE_VARIANTS)}")
-    ap.add_argument("--families", default="all", help="kitchen suites: all or a comma list of the suite's families")
+                         f"im_kitchen {list(IM_SUITE_VARIANTS)}; cape {list(CAPE_VARIANTS)}")
+    ap.add_argument("--families", default="all",
+                    help="kitchen suites: all or a comma list of the suite's families; cape: all, paper "
+                         "(CAPE's 6 Spot tasks x 2 scenes) or generated")
     ap.add_argument("--instructions", type=int, default=None,
                     help="kitchen suites: only the first N instructions of each family (default: all)")
     ap.add_argument("--conditions", default="all",
@@ -465,6 +470,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = parse_args(sys.argv[1:] if argv is None else argv)
+    if ns.suite == "cape":
+        from .cape_bench import main as cape_main
+
+        return cape_main(ns)
     if ns.suite != "table1":
         from .kitchen_bench import main as kitchen_main
 

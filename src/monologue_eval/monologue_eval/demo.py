@@ -1,9 +1,10 @@
 """`monologue-demo`: run one instruction, print the monologue live, and exit 0 if the world ends up as asked.
 
     monologue-demo [seed:=N] [blocks:=2|3|4] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
-                   [record:=<bag dir>] [robot:=sim|sim_kinematic] [perception:=oracle|camera]
-                   [log_level:=warn] [--param node:name=value ...]
-    monologue-demo graph:=running [instruction:="..."] [timeout:=600]
+                   [record:=<bag dir>] [robot:=sim|sim_kinematic|sim_kitchen|sim_household]
+                   [strategy:=inner_monologue|saycan|cape|...] [method:=Z_E|F_E|...]
+                   [perception:=oracle|camera] [log_level:=warn] [--param node:name=value ...]
+    monologue-demo graph:=running [instruction:="..."] [timeout:=600] [strategy:=...]
 
 graph:=launch (default) brings up its own simulated graph (embedded LLM) on a random scene and stops
 it at the end. The scene (its seed, and 2 or 3 blocks unless `blocks` is given) is printed, so a run
@@ -18,6 +19,16 @@ The graph's own arguments (robot, llm, scene, recording, parameters) cannot be g
 
 The default instruction is judged by its reward ("Put the blocks in their matching bowls."); any
 other instruction by the planner's own verdict.
+
+strategy:= picks the planner strategy (default: the configuration's); method:= CAPE's variant
+(`planner.cape.method`, strategy cape only). Symbolic worlds (robot:=sim_kitchen, SayCan's kitchen;
+robot:=sim_household, CAPE's household) start in a state where the natural first step violates a
+precondition (KITCHEN_DEMOS): the kitchen robot already holds the coke when asked to bring it (SayCan's
+"find a coke" fails: "I am already holding the coke"), Spot already stands in the lab when asked to put
+the phone on the nightstand ("stand up" fails: "I am already standing"). With strategy:=cape the
+monologue shows the error and CAPE's corrective prompt ("Error: ... A correct step would be to") and
+the corrected step. The world's prompt profile and CAPE demonstration file are set for the robot;
+the default instruction of these worlds is judged by its goal on the final state.
 """
 from __future__ import annotations
 
@@ -38,10 +49,12 @@ from monologue_bringup.up import Supervisor, parse_node_params, record_dir_error
 from .client import planner_available, run_episode, world_states
 
 if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no type information)
+    from monologue_domain.kitchen.state import KitchenState
     from monologue_interfaces.action import ExecuteInstruction
     from monologue_interfaces.msg import SceneObject, TranscriptEvent
 
-__all__ = ["CAMERA_PERCEPTION", "DEFAULT_INSTRUCTION", "main", "run_episode", "world_states"]
+__all__ = ["CAMERA_PERCEPTION", "DEFAULT_INSTRUCTION", "WorldDemo", "main", "run_episode", "world_demo",
+           "world_states"]
 
 DEFAULT_INSTRUCTION = "Put the blocks in their matching bowls."
 # perception:=camera: objects located from the simulator's RGB-D images (boxes from the oracle detector,
@@ -55,9 +68,44 @@ GRAPH_MODES = ("launch", "running")
 DEFAULTS = {
     "graph": "launch", "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
     "timeout": "600", "log_level": "warn", "blocks": "0", "record": "", "perception": "oracle",
+    "strategy": "", "method": "",
 }
 # Arguments that describe the graph the demo starts: meaningless with graph:=running.
-OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level")
+OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level", "method")
+
+
+@dataclass(frozen=True)
+class WorldDemo:
+    """The demo of a symbolic (non-tabletop) world: its instruction, start state (the scene node's
+    parameters), prompt profile, CAPE demonstration file, and the goal that judges the default instruction."""
+
+    instruction: str
+    scene_params: dict[str, str]
+    prompt_profile: str
+    cape_demonstrations: str
+    goal: Callable[[KitchenState], bool]
+
+
+def _kitchen_start_holding(obj: str) -> str:
+    from monologue_domain.kitchen.state import HELD
+    from monologue_domain.kitchen.world import DEFAULT_PLACEMENTS
+
+    return "[" + ", ".join(f"'{o}@{HELD if o == obj else w}'" for o, w in DEFAULT_PLACEMENTS.items()) + "]"
+
+
+def world_demo(world: str) -> WorldDemo:
+    """The demo of a symbolic world ("kitchen", "household"); ValueError for another world."""
+    from monologue_domain.kitchen.state import HELD
+
+    if world == "kitchen":  # the coke is already in hand: "find a coke" violates already_holding (CAPE D1)
+        return WorldDemo("Bring me the coke", {"kitchen.objects": _kitchen_start_holding("coke"),
+                                               "kitchen.robot_location": "far counter"}, "saycan", "cape_kitchen",
+                         lambda s: s.location_of("coke") == "user" or (
+                             s.location_of("coke") == HELD and s.robot_location == "user"))
+    if world == "household":  # Spot already stands: "stand up" violates already_standing (CAPE D1)
+        return WorldDemo("Put the phone on the nightstand", {"household.scene": "lab", "household.sitting": "false"},
+                         "household", "cape_household", lambda s: s.location_of("phone") == "nightstand")
+    raise ValueError(f"no demo for the {world!r} world")
 RUNNING_READY_S = 15.0  # s to find the running graph's planner
 OWN_GRAPH_PROBE_S = 2.0  # s to look for a planner already running before starting our own graph
 
@@ -92,6 +140,8 @@ def parse_args(argv: Sequence[str]) -> DemoArgs:
     if float(values["timeout"]) <= 0:
         raise ValueError("timeout must be > 0 s")
     int(values["seed"]), int(values["blocks"])  # ValueError if they are not integers
+    if values["method"] and values["strategy"] != "cape":
+        raise ValueError("method:= is CAPE's variant: give it with strategy:=cape")
     if values["graph"] == "running":
         clash = sorted(given & set(OWN_GRAPH_ONLY)) + (["--param"] if extra else [])
         if clash:
@@ -100,11 +150,20 @@ def parse_args(argv: Sequence[str]) -> DemoArgs:
     return DemoArgs(values, parse_node_params(extra), given)
 
 
-def judge(instruction: str, result: ExecuteInstruction.Result, objects: Sequence[SceneObject]) -> bool:
+def judge(instruction: str, result: ExecuteInstruction.Result, objects: Sequence[SceneObject],
+          world: WorldDemo | None = None) -> bool:
     """Whether the world satisfies the instruction: the matching-bowls reward on the final objects for
-    the default instruction; the planner's own verdict for any other (no reward function for it)."""
+    the default instruction (a symbolic world's: its goal on the final state); the planner's own
+    verdict for any other (no reward function for it)."""
     from monologue_domain.tasks import matching_bowls_done
 
+    if world is not None and instruction == world.instruction:
+        from monologue_domain.kitchen.scene import state_from_scene
+
+        try:
+            return bool(objects) and world.goal(state_from_scene(world_states(objects)))
+        except (ValueError, KeyError):
+            return False
     if instruction == DEFAULT_INSTRUCTION:
         return matching_bowls_done(world_states(objects)) if objects else False
     return bool(result.success)
@@ -148,8 +207,9 @@ def run_on_running_graph(values: dict[str, str]) -> int:
     t0 = time.monotonic()
     try:
         print("== monologue:")
+        options = {"strategy": values["strategy"]} if values["strategy"] else None
         result, objects = run_episode(values["instruction"], float(values["timeout"]), _show(threading.Lock()),
-                                      ready_timeout_s=RUNNING_READY_S, fallback_scene=True)
+                                      ready_timeout_s=RUNNING_READY_S, fallback_scene=True, goal_options=options)
     except TimeoutError as e:
         print(f"== demo failed: {e}; is a graph running on ROS_DOMAIN_ID={domain} "
               "(monologue-up, or ros2 launch monologue_bringup monologue.launch.py)?", file=sys.stderr)
@@ -172,14 +232,18 @@ def run_own_graph(args: DemoArgs) -> int:
     if not 1 <= blocks <= 4:
         print("blocks must be 1-4 (IM §4.1 scenes hold at most 4 blocks)", file=sys.stderr)
         return 2
+    world: WorldDemo | None = None
     try:
         scene = scene_node(values["robot"])
-        if robot_entry(values["robot"]).world != "tabletop":
-            raise ValueError(f"robot {values['robot']!r} is not a tabletop world; the demo's scene and check are "
-                             "blocks and bowls (kitchen: test/test_kitchen_system.py, monologue-bench --suite)")
+        kind = robot_entry(values["robot"]).world
+        if kind != "tabletop":
+            world = world_demo(kind)
     except ValueError as e:
         print(f"monologue-demo: {e}", file=sys.stderr)
         return 2
+    instruction = values["instruction"]
+    if world is not None and "instruction" not in args.given:
+        instruction = world.instruction
     error = record_dir_error(values["record"])
     if error:
         print(f"== {error}", file=sys.stderr)
@@ -191,22 +255,33 @@ def run_own_graph(args: DemoArgs) -> int:
               file=sys.stderr)
         return 2
     transcripts = Path(os.environ.get("MONOLOGUE_RUNS_DIR", tempfile.gettempdir())) / "monologue_demo"
-    print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} "
-          f"scene seed={seed} blocks={blocks}")
-    print(f"== instruction: {values['instruction']}")
+    strategy = values["strategy"] or "the configured strategy"
+    if world is None:
+        print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} strategy={strategy} "
+              f"scene seed={seed} blocks={blocks}")
+    else:
+        print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} strategy={strategy}"
+              f"{' method=' + values['method'] if values['method'] else ''}; start: "
+              + ", ".join(f"{k}={v}" for k, v in world.scene_params.items()))
+    print(f"== instruction: {instruction}")
     lock = threading.Lock()
 
     def node_log(line: str) -> None:
         with lock:
             print(line, flush=True)
 
-    node_params = {
+    node_params: dict[str, dict[str, str]] = {
         scene: {"sim.seed": str(seed), "sim.num_blocks": str(blocks),
                 "sim.num_bowls": str(max(blocks, 3) if blocks <= 3 else 3),
                 "sim.matching_bowls": "true" if blocks <= 3 else "false"},
-    }
+    } if world is None else {scene: dict(world.scene_params), "planner": {
+        "prompt_profile": world.prompt_profile, "cape.demonstrations": world.cape_demonstrations}}
+    if values["strategy"]:
+        node_params.setdefault("planner", {})["strategy"] = values["strategy"]
+    if values["method"]:
+        node_params.setdefault("planner", {})["cape.method"] = values["method"]
     if record is None:  # a recorded run keeps its transcript files next to the bag
-        node_params["planner"] = {"transcript_dir": str(transcripts)}
+        node_params.setdefault("planner", {})["transcript_dir"] = str(transcripts)
     if values["perception"] == "camera":  # scene and success from the camera images (oracle boxes, depth, open3d)
         for node, params in CAMERA_PERCEPTION.items():
             node_params.setdefault(node, {}).update(params)
@@ -218,13 +293,13 @@ def run_own_graph(args: DemoArgs) -> int:
     try:
         sup.start()
         print("== monologue:")
-        result, objects = run_episode(values["instruction"], float(values["timeout"]), _show(lock))
+        result, objects = run_episode(instruction, float(values["timeout"]), _show(lock))
     except (TimeoutError, RuntimeError) as e:
         print(f"== demo failed: {e}", file=sys.stderr)
         return 1
     finally:
         codes = sup.stop()
-    done = judge(values["instruction"], result, objects)
+    done = judge(instruction, result, objects, world)
     _report(result, done, t0)
     if record is not None:
         print(f"== bag: {record} (monologue-bag-info {record}; monologue-replay {record})")

@@ -92,3 +92,41 @@ def test_own_graph_is_refused_beside_a_running_planner(
     assert demo.main(["seed:=3"]) == 2  # NoSupervisor: nothing was started
     assert "graph:=running" in capsys.readouterr().err
     assert len(calls) == 1
+
+
+def test_symbolic_worlds_have_a_demo_whose_first_natural_step_violates_a_precondition() -> None:
+    from monologue_domain.kitchen.household import SCENES, HouseholdWorld
+    from monologue_domain.kitchen.skills import parse_precondition
+    from monologue_domain.kitchen.state import HELD, KitchenState
+    from monologue_domain.kitchen.world import DEFAULT_PLACEMENTS, KitchenWorld, make_state
+
+    kitchen = demo.world_demo("kitchen")
+    assert (kitchen.instruction, kitchen.prompt_profile, kitchen.cape_demonstrations) == (
+        "Bring me the coke", "saycan", "cape_kitchen")
+    placements = dict(p.strip("'").split("@") for p in kitchen.scene_params["kitchen.objects"][1:-1].split(", "))
+    assert placements == {**DEFAULT_PLACEMENTS, "coke": HELD}
+    w = KitchenWorld(make_state(placements, kitchen.scene_params["kitchen.robot_location"]))
+    for skill in ("find", "pick_up"):  # what SayCan's "Bring me a coke" demonstration starts with
+        err = w.check(skill, ["coke"])
+        assert err is not None and err.proposition == "already_holding"
+    assert not kitchen.goal(w.state())
+    assert kitchen.goal(KitchenState("user", "coke", {**placements}))
+
+    house = demo.world_demo("household")
+    assert (house.prompt_profile, house.cape_demonstrations) == ("household", "cape_household")
+    scene, start = SCENES[house.scene_params["household.scene"]]()
+    standing = KitchenState(start.robot_location, None, start.object_locations, start.open_containers,
+                            {"robot": frozenset({"standing"})})
+    out = HouseholdWorld(scene, standing).execute("stand_up", [])  # every household demonstration starts so
+    assert parse_precondition(out.failed_precondition)[:2] == ("already_standing", 1)
+    with pytest.raises(ValueError):
+        demo.world_demo("tabletop")
+
+
+def test_strategy_goes_to_the_running_graph_and_method_needs_cape(
+        calls: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    calls[0]["objects"] = []
+    assert demo.main(["graph:=running", "instruction:=Wave.", "strategy:=cape"]) == 0
+    assert calls[1]["goal_options"] == {"strategy": "cape"}
+    assert demo.main(["method:=F_E"]) == 2
+    assert "strategy:=cape" in capsys.readouterr().err

@@ -536,5 +536,251 @@ def judge_household(skill: str, args: Sequence[str], after: KitchenState) -> tup
     return True, f"{text}: nothing to check"
 
 
-__all__ = ["HOUSEHOLD_SKILLS", "PROPERTIES", "SCENES", "Door", "HouseholdScene", "HouseholdWorld", "Thing",
-           "household_text", "judge_household", "spot_home", "spot_kitchen", "spot_lab"]
+# ---- goals, reference programs and generated tasks (CAPE benchmark) -------------------------------
+# A goal is a conjunction of atoms: ("at", thing, receptacle), ("held", thing), ("on", thing).
+Atom = tuple[str, ...]
+GOAL_KINDS = {"at": 2, "held": 1, "on": 1}
+
+
+class NoReferencePlan(ValueError):
+    """The reference planner found no program for a goal from a start state."""
+
+
+def atom_holds(state: KitchenState, atom: Atom) -> bool:
+    kind = atom[0]
+    if kind == "at":
+        return state.object_locations.get(atom[1]) == atom[2]
+    if kind == "held":
+        return state.object_locations.get(atom[1]) == HELD
+    if kind == "on":
+        return "on" in state.states.get(atom[1], frozenset())
+    raise ValueError(f"unknown goal atom {atom!r}; kinds: {sorted(GOAL_KINDS)}")
+
+
+def goal_holds(state: KitchenState, goal: Sequence[Atom]) -> bool:
+    """Whether every atom of `goal` holds in `state`."""
+    return all(atom_holds(state, a) for a in goal)
+
+
+def parse_atom(text: str) -> Atom:
+    """"at(phone, nightstand)" -> ("at", "phone", "nightstand"); ValueError on a malformed atom."""
+    t = text.strip()
+    if "(" not in t or not t.endswith(")"):
+        raise ValueError(f"goal atom {text!r}: expected kind(arg, ...)")
+    kind, rest = t[:-1].split("(", 1)
+    args = tuple(a.strip() for a in rest.split(",") if a.strip())
+    kind = kind.strip()
+    if GOAL_KINDS.get(kind) != len(args):
+        raise ValueError(f"goal atom {text!r}: kinds {GOAL_KINDS} (name: argument count)")
+    return (kind, *args)
+
+
+def atom_text(atom: Atom) -> str:
+    return f"{atom[0]}({', '.join(atom[1:])})"
+
+
+class _Planner:
+    """A goal-directed reference planner over a HouseholdWorld: every step is checked against the
+    preconditions and applied, so a program it returns executes without a precondition error."""
+
+    def __init__(self, world: HouseholdWorld) -> None:
+        self.w = world
+        self.program: list[tuple[str, tuple[str, ...]]] = []
+
+    def do(self, skill: str, *args: str) -> None:
+        err = self.w.check(skill, args)
+        if err is not None:
+            raise NoReferencePlan(f"{household_text(skill, args)}: {err.text}")
+        self.w.execute(skill, args)
+        self.program.append((skill, tuple(args)))
+
+    def goto(self, target: str) -> None:
+        if self.w._near != target:
+            self.open_path(target if target in self.w.scene.rooms else self.w.room_of(target))
+            self.do("walk_to", target)
+
+    def free_hand(self, keep: str = "") -> None:
+        while len(self.w.held) >= self.w.hands:
+            other = next((o for o in self.w.held if o != keep), None)
+            if other is None:
+                return
+            self.do("drop", other)
+
+    def open_path(self, room: str) -> None:
+        """Open the closed doors between the robot's room and `room` (hands freed first)."""
+        for _ in range(len(self.w.scene.doors) + 1):
+            blocked = self.w._path_blocked(room)
+            if blocked is None:
+                return
+            door = next((d for d in self.w.scene.doors if set(d.rooms) == set(blocked)), None)
+            if door is None:
+                raise NoReferencePlan(f"no door between the {blocked[0]} and the {blocked[1]}")
+            self.free_hand()
+            self.do("walk_to", door.name)
+            self.do("open", door.name)
+        raise NoReferencePlan(f"cannot open the way to the {room}")
+
+    def open_thing(self, thing: str) -> None:
+        if thing in self.w._open:
+            return
+        self.free_hand()
+        self.goto(thing)
+        self.do("open", thing)
+
+    def fetch(self, obj: str) -> None:
+        if self.w._where[obj] == HELD:
+            return
+        self.free_hand()
+        closed = self.w._inside_closed(obj)
+        if closed is not None:
+            self.open_thing(closed)
+        where = self.w._where[obj]
+        if self.w._near not in (obj, where):
+            self.goto(where if where not in self.w.scene.rooms else obj)
+        self.do("pick_up", obj)
+
+    def achieve(self, atom: Atom) -> None:
+        if atom_holds(self.w.state(), atom):
+            return
+        if atom[0] == "held":
+            self.fetch(atom[1])
+        elif atom[0] == "at":
+            obj, rec = atom[1], atom[2]
+            props = self.w.scene.thing(rec).properties
+            self.open_path(self.w.room_of(rec))
+            if "openable" in props:
+                if self.w._where[obj] == HELD and len(self.w.held) >= self.w.hands:
+                    self.do("drop", obj)
+                self.open_thing(rec)
+            self.fetch(obj)
+            self.goto(rec)
+            self.do("put_in" if "openable" in props else "put", obj, rec)
+        elif atom[0] == "on":
+            thing = atom[1]
+            where = self.w._where[thing]
+            if self.w._near not in (thing, where) and where != HELD:
+                self.goto(thing if where in self.w.scene.rooms else where)
+            self.do("turn_on", thing)
+        else:
+            raise ValueError(f"unknown goal atom {atom!r}")
+
+
+def reference_program(scene: HouseholdScene, start: KitchenState, goal: Sequence[Atom],
+                      hands: int = 1) -> list[tuple[str, tuple[str, ...]]]:
+    """A ground-truth program (skill, args) that reaches `goal` from `start` without a precondition
+    error: stand up, then each atom in turn ("on" after "at", "held" last), opening doors and
+    containers while a hand is free. NoReferencePlan if it cannot, or if a later atom undid an
+    earlier one."""
+    p = _Planner(HouseholdWorld(scene, start, hands))
+    if p.w._sitting:
+        p.do("stand_up")
+    order = {"at": 0, "on": 1, "held": 2}
+    for atom in sorted(goal, key=lambda a: order.get(a[0], 3)):
+        p.achieve(atom)
+    if not goal_holds(p.w.state(), goal):
+        raise NoReferencePlan(f"the program does not reach {[atom_text(a) for a in goal]}")
+    return p.program
+
+
+def run_program(scene: HouseholdScene, start: KitchenState, program: Sequence[tuple[str, Sequence[str]]],
+                hands: int = 1) -> KitchenState:
+    """The state after executing `program` from `start`, skipping steps whose preconditions fail."""
+    w = HouseholdWorld(scene, start, hands)
+    for skill, args in program:
+        if w.invalid(skill, args) is None:
+            w.execute(skill, args)
+    return w.state()
+
+
+@dataclass(frozen=True)
+class GeneratedTask:
+    """A generated household task: its text, scene, goal and start-state overrides."""
+
+    key: str
+    text: str
+    scene: str  # key of SCENES
+    goal: tuple[Atom, ...]
+    held: str = ""  # a thing the robot holds at the start ("" = none)
+    standing: bool = False  # the robot starts standing (else sitting, the scene's default)
+
+
+def start_with(start: KitchenState, held: str = "", standing: bool = False) -> KitchenState:
+    """`start` with a held thing and/or the robot standing."""
+    where = dict(start.object_locations)
+    if held:
+        where[held] = HELD
+    states = dict(start.states)
+    if standing:
+        states["robot"] = frozenset({"standing"})
+    return KitchenState(start.robot_location, held or start.holding, where, start.open_containers, states,
+                        start.visited)
+
+
+def generate_tasks(scenes: Sequence[str], per_scene: int, seed: int = 0,
+                   exclude: Iterable[str] = ()) -> list[GeneratedTask]:
+    """`per_scene` tasks per scene drawn from templates over the scene's things: fetch ("Bring me
+    the X": held(X)), put on ("Put the X on the Y": at(X, Y), Y a receptacle that does not open),
+    put in ("Put the X in the Y": at(X, Y), Y opens), turn on ("Turn on the X": on(X)) and a put +
+    turn-on pair; about a third start with the robot standing and holding another thing (CAPE's D4
+    "no free hand"). Every task has a reference program (reference_program), none already holds at
+    the start, texts are unique and none is in `exclude` (e.g. the demonstrations' tasks)."""
+    rng = random.Random(f"cape-tasks:{seed}")
+    banned = {" ".join(t.lower().split()).rstrip(".") for t in exclude}
+    out: list[GeneratedTask] = []
+    for scene_name in scenes:
+        scene, start = SCENES[scene_name]()
+        movable = sorted(t.name for t in scene.things if "grabbable" in t.properties)
+        on_recs = sorted(t.name for t in scene.things
+                         if "receptacle" in t.properties and "openable" not in t.properties)
+        in_recs = sorted(t.name for t in scene.things if "receptacle" in t.properties and "openable" in t.properties)
+        switches = sorted(t.name for t in scene.things if "switchable" in t.properties)
+        seen: set[str] = set()
+        n, tries = 0, 0
+        while n < per_scene and tries < 200 * per_scene:
+            tries += 1
+            kind = rng.choice(("fetch", "put_on", "put_in", "turn_on", "put_turn_on"))
+            x = rng.choice(movable)
+            goal: tuple[Atom, ...]
+            if kind == "fetch":
+                text, goal = f"Bring me the {x}", (("held", x),)
+            elif kind == "put_on" and on_recs:
+                y = rng.choice(on_recs)
+                text, goal = f"Put the {x} on the {y}", (("at", x, y),)
+            elif kind == "put_in" and in_recs:
+                y = rng.choice(in_recs)
+                text, goal = f"Put the {x} in the {y}", (("at", x, y),)
+            elif kind == "turn_on" and switches:
+                y = rng.choice(switches)
+                text, goal = f"Turn on the {y}", (("on", y),)
+            elif kind == "put_turn_on" and switches and on_recs:
+                y, z = rng.choice(on_recs), rng.choice(switches)
+                if z == x:
+                    continue
+                text, goal = f"Put the {x} on the {y} and turn on the {z}", (("at", x, y), ("on", z))
+            else:
+                continue
+            norm = text.lower()
+            if norm in seen or norm in banned:
+                continue
+            held = ""
+            if rng.random() < 1 / 3:
+                others = [m for m in movable if all(m not in a for a in goal)
+                          and start.object_locations.get(m) in scene.rooms + tuple(on_recs)]
+                held = rng.choice(others) if others else ""
+            begin = start_with(start, held, standing=bool(held))
+            if goal_holds(begin, goal):
+                continue
+            try:
+                reference_program(scene, begin, goal)
+            except NoReferencePlan:
+                continue
+            seen.add(norm)
+            n += 1
+            out.append(GeneratedTask(f"gen_{scene_name}_{n:02d}", text, scene_name, goal, held, bool(held)))
+    return out
+
+
+__all__ = ["GOAL_KINDS", "HOUSEHOLD_SKILLS", "PROPERTIES", "SCENES", "Atom", "Door", "GeneratedTask", "HouseholdScene",
+           "HouseholdWorld", "NoReferencePlan", "Thing", "atom_holds", "atom_text", "generate_tasks", "goal_holds",
+           "household_text", "judge_household", "parse_atom", "reference_program", "run_program", "spot_home",
+           "spot_kitchen", "spot_lab", "start_with"]

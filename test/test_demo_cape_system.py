@@ -1,0 +1,39 @@
+"""`monologue-demo robot:=sim_kitchen strategy:=cape` (issue 15's "done when"): the demo brings up the
+symbolic kitchen with the robot already holding the coke and asks it to bring the coke; the monologue
+printed live shows CAPE's precondition error, its corrective prompt and the corrected step."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.system, pytest.mark.slow]
+
+
+def test_demo_on_the_kitchen_with_cape_shows_a_precondition_error_and_its_correction(ros_domain: int) -> None:
+    exe = shutil.which("monologue-demo")
+    cmd = [exe] if exe else [sys.executable, "-m", "monologue_eval.demo"]
+    run = subprocess.run([*cmd, "robot:=sim_kitchen", "strategy:=cape", "timeout:=300",
+                          "--param", "planner:max_steps=2", "--param", "planner:cape.max_corrections=1"],
+                         capture_output=True, text=True, timeout=420, stdin=subprocess.DEVNULL,
+                         env=dict(os.environ, ROS_DOMAIN_ID=str(ros_domain)))
+    out = f"{run.stdout[-6000:]}\n{run.stderr[-2000:]}"
+    assert "robot=sim_kitchen" in run.stdout and "strategy=cape" in run.stdout, out
+    assert "== instruction: Bring me the coke" in run.stdout
+    lines = [line.strip() for line in run.stdout.splitlines() if line.startswith("  ")]  # the monologue
+    assert lines[0] == "Task: Bring me the coke", out
+    assert re.match(r"Step 1: \w", lines[1]), out
+    # the robot holds the coke: any first step that finds or picks it up is refused (CAPE D1)
+    error = next((i for i, line in enumerate(lines) if line.startswith("Precondition error at step 1: I cannot")), None)
+    assert error is not None, out
+    assert "because I am already holding the coke" in lines[error] or "because" in lines[error], out
+    # CAPE's corrective prompt (C Tables VIII-X), then the corrected step with the same index
+    assert lines[error + 1].startswith("Error: I cannot ") and lines[error + 1].endswith(
+        ". A correct step would be to"), out
+    assert lines[error + 2].startswith("Step 1: "), out
+    assert "== planner:" in run.stdout and "== transcript:" in run.stdout
+    assert "nodes exited with errors" not in run.stderr, out
