@@ -26,6 +26,7 @@ _LLAMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "seed": ((int,), 0),
     "reuse_prefix": ((bool,), True),
     "batch_invariant": ((bool,), True),
+    "embedding_cache": ((bool,), True),
 }
 _OPENAI: dict[str, tuple[tuple[type, ...], Any]] = {
     "base_url": ((str,), ""),
@@ -93,7 +94,7 @@ def make_backend(
         n_threads = values["n_threads"] or None  # 0 = llama.cpp default
         if mode != "replay":
             from .llama_cpp_backend import LlamaCppBackend
-            from .model_files import embedded_model_path
+            from .model_files import default_cache_dir, embedded_model_path
 
             model_path = str(values["model_path"]) or str(embedded_model_path())
             inner = LlamaCppBackend(
@@ -104,6 +105,7 @@ def make_backend(
                 logger=log,
                 reuse_prefix=values["reuse_prefix"],
                 batch_invariant=values["batch_invariant"],
+                embedding_cache_dir=default_cache_dir() / "embeddings" if values["embedding_cache"] else None,
             )
     else:
         values = {k: _get(cfg, k, spec) for k, spec in _OPENAI.items()}

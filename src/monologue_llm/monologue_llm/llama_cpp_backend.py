@@ -32,6 +32,7 @@ from .base import (
     Vector,
     l2_normalize,
 )
+from .embedding_store import EmbeddingStore, model_fingerprint
 
 _LOG = logging.getLogger(__name__)
 _ROW_CACHE_SIZE = 8  # full logits rows (1 MiB each for Gemma 3) kept by context
@@ -124,6 +125,7 @@ class LlamaCppBackend:
         reuse_prefix: bool = True,
         n_batch: int = 512,
         batch_invariant: bool = True,
+        embedding_cache_dir: str | Path | None = None,
     ) -> None:
         import llama_cpp
 
@@ -139,6 +141,8 @@ class LlamaCppBackend:
         self._n_threads = n_threads
         self._embedder: Any = None  # a second Llama in embedding mode, loaded on first embed()
         self._embeddings: dict[str, Vector] = {}
+        self._embedding_cache_dir = Path(embedding_cache_dir).expanduser() if embedding_cache_dir else None
+        self._store: EmbeddingStore | None = None  # opened with the embedding context
         self.reuse_prefix = reuse_prefix
         self.n_ctx = n_ctx
         self._n_batch = max(_MIN_BATCH * 2, min(n_batch, n_ctx))
@@ -550,19 +554,27 @@ class LlamaCppBackend:
                     )
                 except (ValueError, RuntimeError) as exc:
                     raise LLMError(f"llama.cpp could not load {self._path} for embeddings: {exc}") from exc
-            out: list[Vector] = []
-            for text in texts:
-                vec = self._embeddings.get(text)
-                if vec is None:
-                    if len(self._embedder.tokenize(text.encode("utf-8"))) > _EMBED_N_CTX:
-                        raise LLMError(f"text to embed has more than {_EMBED_N_CTX} tokens: {text[:80]!r}")
-                    raw = self._embedder.embed(text, normalize=False)
-                    vec = l2_normalize([float(x) for x in raw])
-                    if len(self._embeddings) >= _EMBED_CACHE_SIZE:
-                        self._embeddings.clear()
-                    self._embeddings[text] = vec
-                out.append(vec)
-            return tuple(out)
+                if self._embedding_cache_dir is not None:
+                    fingerprint = model_fingerprint(self._path, f"mean-l2|n_ctx={_EMBED_N_CTX}")
+                    self._store = EmbeddingStore(self._embedding_cache_dir, fingerprint, self.log)
+            found = {t: self._embeddings[t] for t in dict.fromkeys(texts) if t in self._embeddings}
+            missing = [t for t in dict.fromkeys(texts) if t not in found]
+            if missing and self._store is not None:
+                found.update(self._store.get_many(missing))
+                missing = [t for t in missing if t not in found]
+            computed: dict[str, Vector] = {}
+            for text in missing:
+                if len(self._embedder.tokenize(text.encode("utf-8"))) > _EMBED_N_CTX:
+                    raise LLMError(f"text to embed has more than {_EMBED_N_CTX} tokens: {text[:80]!r}")
+                raw = self._embedder.embed(text, normalize=False)
+                computed[text] = l2_normalize([float(x) for x in raw])
+            if computed and self._store is not None:
+                self._store.put_many(computed)
+            found.update(computed)
+            if len(self._embeddings) + len(found) > _EMBED_CACHE_SIZE:
+                self._embeddings.clear()
+            self._embeddings.update(found)
+            return tuple(found[t] for t in texts)
 
     def close(self) -> None:
         """Free the batch, context and model (idempotent)."""
@@ -574,6 +586,8 @@ class LlamaCppBackend:
             self._llm.close()
             if self._embedder is not None:
                 self._embedder.close()
+            if self._store is not None:
+                self._store.close()
 
     def __enter__(self) -> LlamaCppBackend:
         return self
