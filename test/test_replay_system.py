@@ -63,6 +63,7 @@ def test_fixture_replays_to_the_identical_transcript_and_so_does_its_recorded_re
     assert rc == 0, text[-6000:]
     assert "== episode 1: identical transcript (8 events)" in text
     assert (again / "metadata.yaml").is_file() and (again / "llm_cassette.jsonl").is_file()
+    assert "had not written every transcript event" not in text  # the recorder confirmed all 8 before the stop
     lines.clear()
     rc = replay(again, rate=2.0, config_dir=REPO / "config", sink=lines.append, say=lines.append)
     assert rc == 0, "\n".join(lines)[-6000:]

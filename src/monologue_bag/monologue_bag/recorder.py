@@ -8,6 +8,7 @@ finished (metadata.yaml written) when the node shuts down (SIGINT/SIGTERM).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import signal
@@ -21,17 +22,23 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.utilities import ok
+from std_msgs.msg import String
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
+from monologue_common.qos import LATCHED
 
 from .core.bagio import BagError, BagWriter
+from .core.episode import TRANSCRIPT_TOPIC
 from .core.msgdefs import DefinitionError, MessageDefinitions
 from .core.recording import TopicSelection
 from .core.settings import recorder_settings_from_parameters
 from .rostypes import message_class, offered_qos, qos_profile, share_dir
+
+PROGRESS_TOPIC = "recorder/progress"  # std_msgs/String, latched: {"transcript": {episode_id: events written}}
 
 
 class RecorderNode(Node):
@@ -49,6 +56,11 @@ class RecorderNode(Node):
         self._subs: dict[str, Subscription] = {}
         self._failed: set[str] = set()
         self._last_rx = time.monotonic()
+        # transcript events written per episode (index + 1 of the highest), on PROGRESS_TOPIC, so a
+        # client that saw an episode end can wait until its last events are in the bag before stopping
+        self._transcript_counts: dict[str, int] = {}
+        self._transcript_class: type | None = None
+        self._progress = self.create_publisher(String, PROGRESS_TOPIC, LATCHED)
         self._group = MutuallyExclusiveCallbackGroup()  # one writer thread at a time, in order
         self._timer = self.create_timer(s.discovery_period, self._discover)
         self.get_logger().info(f"recording {self._selection.patterns} into {self._writer.path}")
@@ -79,6 +91,8 @@ class RecorderNode(Node):
                 self.get_logger().error(f"cannot record {topic} ({type_name}): {e}")
                 continue
             # two-argument callback: rclpy passes the message info (rmw receive time) too
+            if topic == TRANSCRIPT_TOPIC:
+                self._transcript_class = cls
             self._subs[topic] = self.create_subscription(
                 cls, topic, functools.partial(self._on_message, topic), qos_profile(qos),
                 callback_group=self._group, raw=True)
@@ -96,6 +110,15 @@ class RecorderNode(Node):
                 self._writer.write(topic, t, bytes(data))
             except BagError as e:
                 self.get_logger().error(f"dropped a message on {topic}: {e}")
+                return
+            if topic == TRANSCRIPT_TOPIC and self._transcript_class is not None:
+                self._count_transcript(bytes(data))
+
+    def _count_transcript(self, data: bytes) -> None:
+        event = deserialize_message(data, self._transcript_class)
+        n = max(self._transcript_counts.get(event.episode_id, 0), int(event.index) + 1)
+        self._transcript_counts[event.episode_id] = n
+        self._progress.publish(String(data=json.dumps({"transcript": self._transcript_counts})))
 
     def drain(self, quiet_s: float = 0.3, max_s: float = 3.0) -> None:
         """Wait until no message arrived for `quiet_s` (s), at most `max_s` (s): the last messages of a

@@ -100,6 +100,46 @@ def run_episode(
             rclpy.shutdown()
 
 
+RECORDER_PROGRESS_TOPIC = "recorder/progress"  # monologue_bag's recorder: transcript events written per episode
+
+
+def wait_until_recorded(expected: Mapping[str, int], timeout_s: float) -> dict[str, int]:
+    """Wait until the bag recorder reports at least `expected[episode_id]` transcript events written for
+    every episode (the events a client saw), at most `timeout_s` (s). Returns the recorder's last counts:
+    stop the graph only after this, or its last events may still be in flight to the recorder."""
+    import json
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.utilities import ok
+    from std_msgs.msg import String
+
+    from monologue_common.qos import LATCHED
+
+    own_context = not ok()
+    if own_context:
+        rclpy.init(args=[])
+    node = rclpy.create_node(f"monologue_eval_recorded_{os.getpid()}_{next(_CLIENT_IDS)}")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    counts: dict[str, int] = {}
+
+    def on_progress(msg: String) -> None:
+        counts.update(json.loads(msg.data).get("transcript", {}))
+
+    node.create_subscription(String, RECORDER_PROGRESS_TOPIC, on_progress, LATCHED)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and any(counts.get(e, 0) < n for e, n in expected.items()):
+            executor.spin_once(timeout_sec=0.1)
+        return dict(counts)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        if own_context:
+            rclpy.shutdown()
+
+
 def planner_available(timeout_s: float) -> bool:
     """True if a planner's execute_instruction action server appears on this ROS domain within `timeout_s` s."""
     import rclpy

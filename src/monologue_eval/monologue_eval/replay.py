@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no 
     from monologue_interfaces.action import ExecuteInstruction
     from monologue_interfaces.msg import SceneDescription, TranscriptEvent
 
+RECORD_FLUSH_TIMEOUT_S = 30.0  # s the recorder may take to write the events a replay saw
 CAMERA_REL_TOL = 0.01  # relative tolerance of numbers in event data when perception used the camera
 
 
@@ -102,7 +103,7 @@ def replay(
     from monologue_bag.core.compare import first_divergence
     from monologue_bag.core.episode import event_from_msg, goal_spec, planner_params, read_recording
 
-    from .client import run_episode
+    from .client import run_episode, wait_until_recorded
 
     try:
         with Bag(bag_dir) as bag:
@@ -151,6 +152,7 @@ def replay(
                          record=record)
         try:
             sup.start()
+            expected: dict[str, int] = {}  # episode id -> transcript events seen, which the bag must hold
             if not wait_for_perception(120.0):
                 say(f"== replay failed: perception published no scene within 120 s (exited: {sup.dead()})")
                 return 1
@@ -171,6 +173,14 @@ def replay(
                     say(f"== REPLAY DIVERGED in episode {ep.episode_id} ({ep.instruction!r}):\n{div.describe()}")
                     return 1
                 say(f"== episode {n}: identical transcript ({len(replayed)} events)")
+                if record is not None and result.transcript:
+                    expected[result.transcript[-1].episode_id] = len(result.transcript)
+            if expected:
+                counts = wait_until_recorded(expected, RECORD_FLUSH_TIMEOUT_S)
+                short = {e: (counts.get(e, 0), n) for e, n in expected.items() if counts.get(e, 0) < n}
+                if short:
+                    say(f"== the recorder had not written every transcript event within {RECORD_FLUSH_TIMEOUT_S:.0f} s "
+                        f"(episode: (written, seen)): {short}")
         except (TimeoutError, RuntimeError) as e:
             say(f"== replay failed: {e}")
             return 1
