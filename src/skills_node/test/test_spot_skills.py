@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -44,9 +45,11 @@ def settings_for(fake: FakeSpot, **overrides: object) -> SpotBackendSettings:
     tree = yaml.safe_load((CONFIG / "robots" / "spot.yaml").read_text())["skills"]["ros__parameters"]
     params = flatten(tree)
     params.update({"spot.hostname": "127.0.0.1", "spot.port": fake.port, "spot.ca_cert_path": str(fake.ca_cert_path),
-                   "spot.rpc_timeout": 1.0, "spot.feedback_period": 0.02, "spot.lease_check_period": 0.2,
-                   "spot.command_timeout": 5.0, "spot.go_to_time_margin": 3.0, "spot.look_timeout": 2.0,
-                   "spot.arm_timeout": 5.0, "spot.grasp_timeout": 5.0})
+                   # generous (s): the fake ray-casts the hand images, slow on 2 loaded cores; no test here
+                   # waits for a timeout to expire
+                   "spot.rpc_timeout": 20.0, "spot.feedback_period": 0.02, "spot.lease_check_period": 0.2,
+                   "spot.command_timeout": 30.0, "spot.go_to_time_margin": 20.0, "spot.look_timeout": 20.0,
+                   "spot.arm_timeout": 30.0, "spot.grasp_timeout": 30.0})
     params.update(overrides)
     r = ParamReader(params, "skills")
     s = read(r)
@@ -145,7 +148,7 @@ def rig() -> Iterator[Rig]:
         yield r
 
 
-def wait_seen(rig: Rig, obj: str, timeout_s: float = 5.0) -> None:
+def wait_seen(rig: Rig, obj: str, timeout_s: float = 30.0) -> None:
     import time
 
     deadline = time.monotonic() + timeout_s
@@ -272,8 +275,22 @@ def test_cancel_mid_walk_then_recover_from_odometry() -> None:
     with make_rig(START) as rig:
         rig.fake.time_scale = 1.0  # a walk of several seconds
         cancel = threading.Event()
-        rig.fake.when("RobotCommandFeedback", cancel.set, after=150)  # about 3 s into a 6.5 s walk
-        out = rig.run("go_to", "trash", cancel=cancel)
+        done = threading.Event()
+
+        def cancel_a_third_of_the_way() -> None:  # by distance walked (1.3 m in 6.5 s), not by time or RPC count
+            deadline = time.monotonic() + 120.0
+            while not done.is_set() and time.monotonic() < deadline:
+                if math.dist(rig.fake.body_pose[:2], (0.0, 0.0)) > 0.4:
+                    cancel.set()
+                    return
+                time.sleep(0.01)
+        watcher = threading.Thread(target=cancel_a_third_of_the_way, daemon=True)
+        watcher.start()
+        try:
+            out = rig.run("go_to", "trash", cancel=cancel)
+        finally:
+            done.set()
+            watcher.join(timeout=5.0)
         assert out.error == SkillError.CANCELED
         assert rig.kinds()[-2:] == ["trajectory", "stop"]
         assert rig.skills.location is None  # between two locations
