@@ -27,7 +27,7 @@ build: ## colcon build (incremental; sets up the venv first if needed)
 demo: setup ## run monologue-demo (ARGS=... passed through)
 	cd $(ROOT) && . scripts/env.sh && monologue-demo $(ARGS)
 
-bench: setup ## IM Table 1 / SC Table 2 / IM Table 3 / CAPE Tables I-II through the graph (ARGS="--suite saycan|im_kitchen|cape"; docs/benchmark.md)
+bench: setup ## IM Table 1 / SC Table 2 / IM Table 3 / CAPE Tables I-II / S Tables I-II through the graph (ARGS="--suite saycan|im_kitchen|cape|statler|statler_cups"; docs/benchmark.md)
 	cd $(ROOT) && . scripts/env.sh && monologue-bench $(ARGS)
 
 test: setup ## lint, type-check and run all tests

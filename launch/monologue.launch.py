@@ -1,7 +1,7 @@
 """Bring up the Inner Monologue graph on a full ROS 2 install.
 
     ros2 launch monologue_bringup monologue.launch.py [robot:=sim] [llm:=embedded] [log_level:=info]
-                                                      [record:=<bag dir>]
+                                                      [record:=<bag dir>] [web:=true]
 
 The node list and parameter files come from monologue_bringup.graph and the launch arguments from
 monologue_bringup.up.LAUNCH_ARGUMENTS: the same description and arguments as `monologue-up` on
@@ -32,7 +32,7 @@ from monologue_bringup.graph import (
     params_files,
     record_params,
 )
-from monologue_bringup.up import LAUNCH_ARGUMENTS, record_dir_error
+from monologue_bringup.up import LAUNCH_ARGUMENTS, record_dir_error, scene_params
 
 
 def _nodes(context, *args, **kwargs):
@@ -46,14 +46,16 @@ def _nodes(context, *args, **kwargs):
     custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": LIVE,
               **params_custom_data({}, robot, config_dir)}
     recording = record_params(record, LIVE, **custom) if record else {}
+    scene = scene_params(robot, values["scene"], config_dir)  # scene:= (Statler's domains)
     actions = []
-    for spec in graph_for(robot, LIVE, record=bool(record), config_dir=config_dir):
+    for spec in graph_for(robot, LIVE, record=bool(record), config_dir=config_dir, web=values["web"] == "true"):
         node = Node(
             package=spec.package,
             executable=spec.executable,
             name=spec.name,
             output="screen",
-            parameters=files + [node_overrides(spec, config_dir, robot), _typed(recording.get(spec.name, {}))],
+            parameters=files + [node_overrides(spec, config_dir, robot), scene.get(spec.name, {}),
+                                _typed(recording.get(spec.name, {}))],
             arguments=["--ros-args", "--log-level", log_level],
         )
         # A node that exits (crash or not) ends the whole graph, as in monologue-up.

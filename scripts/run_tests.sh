@@ -100,14 +100,17 @@ if [ "$LINT" = 1 ]; then
     src/monologue_eval/monologue_eval/bench.py
     src/monologue_eval/monologue_eval/kitchen_bench.py
     src/monologue_eval/monologue_eval/cape_bench.py
+    src/monologue_eval/monologue_eval/statler_bench.py
     src/monologue_eval/monologue_eval/client.py
     src/monologue_eval/monologue_eval/demo.py
+    src/monologue_eval/monologue_eval/statler_demo.py
     src/monologue_eval/monologue_eval/replay.py
     src/perception_node/perception_node/node.py
     src/perception_node/perception_node/camera_source.py
     src/perception_node/perception_node/realsense_publisher.py
     src/success_detector_node/success_detector_node/node.py
     src/monologue_viz/monologue_viz/node.py
+    src/monologue_web/monologue_web/node.py
     src/monologue_bag/monologue_bag/player.py
     src/monologue_bag/monologue_bag/recorder.py
     src/monologue_bag/monologue_bag/rostypes.py

@@ -235,6 +235,20 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 else
   die "the openssl command is missing (the fake Spot's test certificate needs it): sudo apt-get install openssl"
 fi
+# The web monitor's browser tests (test/test_web_system.py) drive Debian's Chromium with Playwright; the
+# pip package `playwright` never downloads a browser of its own (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD).
+phase_begin "chromium (browser tests)"
+if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+  phase_end "(present)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y --no-install-recommends chromium chromium-driver >/dev/null 2>&1 ||
+    { apt-get update -qq && apt-get install -y --no-install-recommends chromium chromium-driver >/dev/null; } ||
+    die "could not apt-get install chromium chromium-driver (the web monitor's browser tests need them)"
+  phase_end "(installed chromium and chromium-driver with apt-get)"
+else
+  die "chromium is missing (the web monitor's browser tests need it): sudo apt-get install chromium chromium-driver"
+fi
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 
 # ------------------------------------------------------------------- pip ----
 # Hide the noise of this machine's pip config (file:// indexes without the

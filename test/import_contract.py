@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NODES = frozenset({"planner_node", "skills_node", "perception_node", "success_detector_node", "tabletop_sim",
-                   "monologue_viz", "monologue_bag"})
+                   "monologue_viz", "monologue_bag", "monologue_web"})
 LIBRARIES = frozenset({"monologue_llm", "monologue_domain", "monologue_common", "monologue_vision"})
 TOOLS = frozenset({"monologue_bringup", "monologue_eval"})
 INTERFACES = frozenset({"monologue_interfaces", "tf2_msgs"})

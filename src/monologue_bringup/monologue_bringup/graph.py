@@ -20,8 +20,9 @@ from monologue_domain.robots import TABLE_FILE, Robot, load_robots
 LLMS: tuple[str, ...] = ("embedded", "openai")
 
 # When a node runs: LIVE = with the robot or simulator; REPLAY = when a bag stands in for them
-# (monologue-replay); RECORD = only when the run is recorded (record:=<dir>).
-LIVE, REPLAY, RECORD = "live", "replay", "record"
+# (monologue-replay); RECORD = only when the run is recorded (record:=<dir>); WEB = only when the web
+# monitor is asked for (web:=true; on in monologue-demo, off by default on robots).
+LIVE, REPLAY, RECORD, WEB = "live", "replay", "record", "web"
 ALWAYS = frozenset({LIVE, REPLAY})
 
 
@@ -47,6 +48,8 @@ GRAPH: tuple[NodeSpec, ...] = (
     NodeSpec("viz", "monologue_viz", "monologue_viz", "publishes transcript and scene markers for RViz", ALWAYS),
     NodeSpec("bag_player", "monologue_bag", "bag_player", "plays a bag and serves its recorded skills",
              frozenset({REPLAY})),
+    NodeSpec("web", "monologue_web", "monologue_web", "serves the live web monitor and console (docs/web.md)",
+             frozenset({WEB})),
 )
 
 
@@ -117,9 +120,10 @@ def robot_params(robot: str, config_dir: Path | None = None) -> dict[str, dict[s
 
 
 def graph_for(robot: str, mode: str = LIVE, record: bool = False,
-              config_dir: Path | None = None) -> tuple[NodeSpec, ...]:
-    """The nodes of a LIVE or REPLAY run for `robot`, in start order (the recorder too if recorded)."""
-    return _pick(all_nodes(robot, config_dir), mode, record)
+              config_dir: Path | None = None, web: bool = False) -> tuple[NodeSpec, ...]:
+    """The nodes of a LIVE or REPLAY run for `robot`, in start order (the recorder too if recorded, the
+    web monitor too if `web`)."""
+    return _pick(all_nodes(robot, config_dir), mode, record, web)
 
 
 def all_nodes(robot: str, config_dir: Path | None = None) -> tuple[NodeSpec, ...]:
@@ -128,15 +132,16 @@ def all_nodes(robot: str, config_dir: Path | None = None) -> tuple[NodeSpec, ...
     return first + robot_nodes(robot, config_dir) + tuple(s for s in GRAPH if s not in first)
 
 
-def _pick(specs: Sequence[NodeSpec], mode: str, record: bool) -> tuple[NodeSpec, ...]:
+def _pick(specs: Sequence[NodeSpec], mode: str, record: bool, web: bool = False) -> tuple[NodeSpec, ...]:
     if mode not in (LIVE, REPLAY):
         raise ValueError(f"mode must be {LIVE!r} or {REPLAY!r}, got {mode!r}")
-    return tuple(s for s in specs if mode in s.runs_in or (record and RECORD in s.runs_in))
+    return tuple(s for s in specs if mode in s.runs_in or (record and RECORD in s.runs_in)
+                 or (web and WEB in s.runs_in))
 
 
-def select(mode: str = LIVE, record: bool = False) -> tuple[NodeSpec, ...]:
-    """The nodes of a LIVE or REPLAY run, plus the recorder if the run is recorded."""
-    return _pick(GRAPH, mode, record)
+def select(mode: str = LIVE, record: bool = False, web: bool = False) -> tuple[NodeSpec, ...]:
+    """The nodes of a LIVE or REPLAY run, plus the recorder if the run is recorded, the web monitor if `web`."""
+    return _pick(GRAPH, mode, record, web)
 
 
 def record_params(bag_dir: Path, mode: str = LIVE, **custom: str) -> dict[str, dict[str, str]]:

@@ -4,7 +4,7 @@ Starts the same processes as launch/monologue.launch.py with `--ros-args --param
 prefixes their output, forwards SIGINT/SIGTERM and stops everything cleanly; when a node exits, the
 whole graph stops (the launch file does the same).
 
-    monologue-up [robot:=sim] [llm:=embedded] [log_level:=info] [record:=<bag dir>]
+    monologue-up [robot:=sim] [llm:=embedded] [log_level:=info] [record:=<bag dir>] [web:=true]
                  [--param skills:sim.seed=3 ...] [--config-dir DIR]
 
 The `key:=value` arguments are the launch file's (LAUNCH_ARGUMENTS, one table for both).
@@ -41,6 +41,7 @@ from .graph import (
     parse_launch_args,
     record_params,
     ros_args,
+    scene_node,
 )
 
 Sink = Callable[[str], None]
@@ -63,7 +64,16 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("log_level", "info", "ROS log level of every node (debug, info, warn, error, fatal)"),
     LaunchArgument("record", "", "Record the run into this rosbag2 MCAP directory (empty: no recording); "
                    "a directory that already holds a bag is refused"),
+    LaunchArgument("scene", "", "Simulated tabletops: one of Statler's domains (the scene node's sim.scene; "
+                   "empty: the robot file's)", ("", "tabletop", "covers", "disinfection", "weights")),
+    LaunchArgument("web", "false", "Also start the live web monitor and console (config/monologue.yaml `web`; "
+                   "docs/web.md)", ("true", "false")),
 )
+
+
+def scene_params(robot: str, scene: str, config_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    """The scene node's `sim.scene` for `scene:=` ({} when empty); ValueError for a robot without a scene."""
+    return {scene_node(robot, config_dir): {"sim.scene": scene}} if scene else {}
 
 
 def launch_values(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -120,9 +130,11 @@ class Supervisor:
         nodes: Sequence[str] | None = None,
         mode: str = LIVE,
         record: Path | None = None,
+        web: bool = False,
     ) -> None:
         """`nodes` defaults to the nodes of `mode` (graph.select); `record` adds the recorder writing
-        into that bag directory (its parameters are merged under `node_params`)."""
+        into that bag directory (its parameters are merged under `node_params`); `web` adds the web
+        monitor (its history follows the planner's transcript_dir unless given)."""
         self.robot, self.llm = robot, llm
         self.config_dir = config_dir or default_config_dir()
         self.record = record
@@ -146,7 +158,10 @@ class Supervisor:
         self.log_level = log_level
         every = all_nodes(robot, self.config_dir)
         chosen = (list(nodes) if nodes is not None
-                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir)])
+                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir, web)])
+        planner_dir = self.node_params.get("planner", {}).get("transcript_dir")
+        if "web" in chosen and planner_dir:
+            self.node_params.setdefault("web", {}).setdefault("transcript_dir", planner_dir)
         self.specs = [s for s in every if s.name in chosen]
         unknown = (set(self.node_params) | set(chosen)) - {s.name for s in every}
         if unknown:
@@ -239,7 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         values, rest = launch_values(argv)
         ns = ap.parse_args(rest)
-        node_params = parse_node_params(ns.param)
+        node_params = scene_params(values["robot"], values["scene"], ns.config_dir)
+        for node, params in parse_node_params(ns.param).items():  # --param wins
+            node_params.setdefault(node, {}).update(params)
     except ValueError as e:
         print(f"monologue-up: {e}", file=sys.stderr)
         return 2
@@ -249,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     record = Path(values["record"]) if values["record"] else None
     sup = Supervisor(values["robot"], values["llm"], ns.config_dir, node_params,
-                     log_level=values["log_level"], record=record)
+                     log_level=values["log_level"], record=record, web=values["web"] == "true")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

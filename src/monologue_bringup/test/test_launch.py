@@ -76,7 +76,8 @@ def _context(**values: str) -> dict[str, str]:
 
 def test_arguments_are_monologue_ups_with_the_graphs_choices(load: Any) -> None:
     declared = _declared(load("monologue.launch.py").generate_launch_description())
-    assert list(declared) == ["robot", "llm", "log_level", "record"]
+    assert list(declared) == ["robot", "llm", "log_level", "record", "scene", "web"]
+    assert declared["scene"].kwargs["default_value"] == "" and "disinfection" in declared["scene"].kwargs["choices"]
     assert declared["robot"].kwargs["choices"] == list(ROBOTS) and declared["robot"].kwargs["default_value"] == "sim"
     assert declared["llm"].kwargs["choices"] == list(LLMS)
     assert declared["log_level"].kwargs["default_value"] == "info" and "choices" not in declared["log_level"].kwargs
@@ -115,6 +116,20 @@ def test_a_record_directory_holding_a_bag_is_refused_and_an_empty_one_records(lo
     assert nodes["planner"].kwargs["parameters"][-1]["llm.cassette_mode"] == "record"
 
 
+def test_scene_sets_the_scene_nodes_sim_scene(load: Any) -> None:
+    """scene:= (Statler's domains) goes to the robot's scene node; a robot without a scene refuses it."""
+    from monologue_bringup.up import scene_params
+
+    nodes = {a.kwargs["name"]: a for a in load("monologue.launch.py")._nodes(
+        _context(robot="sim_kinematic", scene="disinfection")) if type(a).__name__ == "Node"}
+    assert {"sim.scene": "disinfection"} in nodes["skills"].kwargs["parameters"]
+    assert {"sim.scene": "disinfection"} not in nodes["planner"].kwargs["parameters"]
+    assert scene_params("sim", "covers") == {"tabletop_sim": {"sim.scene": "covers"}} and scene_params("sim", "") == {}
+    with pytest.raises(ValueError, match="no simulated scene"):
+        scene_params("ur5e", "covers")
+    assert main(["robot:=ur5e", "scene:=covers"]) == 2
+
+
 def test_sim_launch_passes_every_argument_through(load: Any) -> None:
     description = load("sim.launch.py").generate_launch_description()
     declared = _declared(description)
@@ -130,7 +145,8 @@ def test_sim_launch_passes_every_argument_through(load: Any) -> None:
 
 def test_monologue_up_takes_the_same_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     values, rest = launch_values(["robot:=sim_kinematic", "log_level:=debug", "--param", "planner:max_steps=2"])
-    assert values == {"robot": "sim_kinematic", "llm": "embedded", "log_level": "debug", "record": ""}
+    assert values == {"robot": "sim_kinematic", "llm": "embedded", "log_level": "debug", "record": "", "scene": "",
+                      "web": "false"}
     assert rest == ["--param", "planner:max_steps=2"]
     with pytest.raises(ValueError, match="not one of"):
         launch_values(["robot:=r2d2"])

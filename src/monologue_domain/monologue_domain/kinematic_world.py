@@ -15,11 +15,25 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .objects import ObjectState
 from .scene_spec import KINEMATIC_LAYOUT_ATTEMPTS, SceneLayout, SceneSpec, layout_scene, random_spec
-from .skills import Affordance, SkillError, SkillRejected
-from .tabletop import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, BOWL_HEIGHT, LOCATIONS, STACK_XY_TOLERANCE
+from .skills import Affordance
+from .tabletop import (
+    BLOCK_SIZE,
+    BOWL_DIAMETER,
+    BOWL_FLOOR,
+    BOWL_HEIGHT,
+    CUP_DIAMETER,
+    CUP_HEIGHT,
+    CUP_WALL,
+    LOCATIONS,
+    STACK_XY_TOLERANCE,
+)
+from .tabletop_preconditions import Reach, TableThing, TabletopPrecondition, check_pick_place, unknown_argument
+
+PICKABLE = ("block", "cup")  # categories the suction cup picks (cups by their closed top)
 
 
 @dataclass
@@ -39,7 +53,16 @@ class KinematicObject:
     def size(self) -> tuple[float, float, float]:
         if self.category == "bowl":
             return (BOWL_DIAMETER, BOWL_DIAMETER, BOWL_HEIGHT)
+        if self.category == "cup":
+            return (CUP_DIAMETER, CUP_DIAMETER, CUP_HEIGHT)
         return (BLOCK_SIZE, BLOCK_SIZE, BLOCK_SIZE)
+
+
+class WorldObserver(Protocol):
+    """Told after every change of the world (a skill, a disturbance): Statler's ground truth
+    (statler_domains.DomainTruth) settles dirt there."""
+
+    def settle(self, world: TabletopWorld) -> None: ...
 
 
 @dataclass
@@ -57,7 +80,9 @@ class TabletopWorld:
     rng: random.Random = field(default_factory=random.Random)
     place_noise: PlaceNoise = field(default_factory=PlaceNoise)
     completed_affordance: float = 0.0
+    reach: Reach | None = None  # what the arm can reach (tabletop_preconditions); None = everything
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("tabletop"))
+    observer: WorldObserver | None = None  # settled after every change
 
     # ----- construction -------------------------------------------------------------------
     @classmethod
@@ -76,7 +101,7 @@ class TabletopWorld:
             KinematicObject(o.name, o.category, o.color, o.x, o.y, BLOCK_SIZE / 2 if o.category == "block" else 0.0,
                             seg_id=o.segmentation_id, heavy=o.heavy)
             for o in layout.objects
-        ]
+        ]  # a cup laid out over a block stands on the table around it (it covers the block)
         return cls(objects=objects, rng=random.Random(layout.seed + 1), **kwargs)  # type: ignore[arg-type]
 
     @classmethod
@@ -112,8 +137,27 @@ class TabletopWorld:
     def bowls(self) -> list[KinematicObject]:
         return [o for o in self.objects if o.category == "bowl"]
 
+    @property
+    def cups(self) -> list[KinematicObject]:
+        return [o for o in self.objects if o.category == "cup"]
+
+    def cover_of(self, name: str) -> str | None:
+        """The cup that covers this block (the block is inside the cup's hollow), or None."""
+        o = self.get(name)
+        if o.category != "block":
+            return None
+        for cup in self.cups:
+            if _xy_dist(cup, o) < CUP_DIAMETER / 2 - CUP_WALL and cup.z - 1e-4 <= o.z < cup.z + CUP_HEIGHT:
+                return cup.name
+        return None
+
+    def covered(self) -> dict[str, str]:
+        """Every covered block and the cup over it (hidden from perception: not in `snapshot`)."""
+        return {b.name: c for b in self.blocks if (c := self.cover_of(b.name)) is not None}
+
     def target_names(self) -> list[str]:
-        return [o.name for o in self.objects] + list(LOCATIONS)
+        hidden = self.covered()
+        return [o.name for o in self.objects if o.name not in hidden] + list(LOCATIONS)
 
     def position_of(self, name: str) -> tuple[float, float, float]:
         """Position of an object, or of a named location on the table surface (z = 0)."""
@@ -126,6 +170,9 @@ class TabletopWorld:
     def objects_on_top_of(self, name: str) -> list[KinematicObject]:
         """Blocks resting on the given block (directly or higher in the same stack)."""
         base = self.get(name)
+        if base.category == "cup":  # things on its closed top
+            return [o for o in self.objects if o is not base and o.category in PICKABLE
+                    and _xy_dist(o, base) < CUP_DIAMETER / 2 and o.z > base.z + CUP_HEIGHT - 1e-4]
         if base.category != "block":
             return []
         return [
@@ -141,8 +188,10 @@ class TabletopWorld:
             return False
         return target in LOCATIONS or o.z > tz
 
-    def snapshot(self) -> list[ObjectState]:
-        """Ground truth of every object, then every named location."""
+    def snapshot(self, include_covered: bool = False) -> list[ObjectState]:
+        """What an oracle perceives: every object except blocks covered by a cup (those only with
+        `include_covered`, for scoring), then every named location."""
+        hidden = set() if include_covered else set(self.covered())
         states = [
             ObjectState(
                 name=o.name,
@@ -153,7 +202,7 @@ class TabletopWorld:
                 segmentation_id=o.seg_id,
                 heavy=o.heavy,
             )
-            for o in self.objects
+            for o in self.objects if o.name not in hidden
         ]
         states += [
             ObjectState(name=n, category="location", position=(x, y, 0.0), size=(0.0, 0.0, 0.0))
@@ -170,12 +219,16 @@ class TabletopWorld:
         skills, SC:L429).
         """
         out: list[Affordance] = []
-        for block in self.blocks:
+        hidden = self.covered()
+        things = self.things()  # the preconditions (tabletop_preconditions): e.g. out of reach -> 0.0
+        for block in self.objects:
+            if block.category not in PICKABLE or block.name in hidden:
+                continue
             clear = not self.objects_on_top_of(block.name)
             for target in self.target_names():
                 if target == block.name:
                     continue
-                if not clear:
+                if not clear or check_pick_place(things, block.name, target, held=None, reach=self.reach) is not None:
                     value = 0.0
                 elif self.is_on(block.name, target):
                     value = self.completed_affordance
@@ -185,33 +238,32 @@ class TabletopWorld:
                     out.append(Affordance("pick_place", (block.name, target), value))
         return out
 
+    def things(self) -> dict[str, TableThing]:
+        """What the preconditions see: every object (PICKABLE ones pickable; a block under a cup is not
+        visible; what rests on each from objects_on_top_of) and every named location."""
+        hidden = self.covered()
+        things = {o.name: TableThing(o.name, o.category, (o.x, o.y, o.z), visible=o.name not in hidden,
+                                     pickable=o.category in PICKABLE,
+                                     on_top=tuple(a.name for a in self.objects_on_top_of(o.name)))
+                  for o in self.objects}
+        things.update({n: TableThing(n, "location", (x, y, 0.0), pickable=False) for n, (x, y) in LOCATIONS.items()})
+        return things
+
+    def precondition(self, obj_name: str, target: str) -> TabletopPrecondition | None:
+        """The first violated precondition of pick_place(obj, target) (monologue_domain.tabletop_preconditions;
+        nothing is ever held between skills here), or None. Both names must exist."""
+        return check_pick_place(self.things(), obj_name, target, held=None, reach=self.reach)
+
     def check_pick_place(self, obj_name: str, target: str) -> None:
-        """Raise SkillRejected if pick_place(obj, target) cannot start; nothing is changed."""
-        if not self.has(obj_name):
-            raise SkillRejected(SkillError.INVALID_ARGUMENTS, f"there is no {obj_name!r} in the scene")
-        if target not in LOCATIONS and not self.has(target):
-            raise SkillRejected(SkillError.INVALID_ARGUMENTS, f"there is no {target!r} in the scene")
-        obj = self.get(obj_name)
-        if obj.category != "block":
-            raise SkillRejected(
-                SkillError.PRECONDITION_FAILED,
-                f"cannot pick {obj_name}",
-                failed_precondition=f"only blocks can be picked, and the {obj_name} is a {obj.category}",
-            )
-        if target == obj_name:
-            raise SkillRejected(
-                SkillError.PRECONDITION_FAILED,
-                f"cannot place {obj_name} on itself",
-                failed_precondition="the place target must differ from the picked object",
-            )
-        above = self.objects_on_top_of(obj_name)
-        if above:
-            names = ", ".join(o.name for o in above)
-            raise SkillRejected(
-                SkillError.PRECONDITION_FAILED,
-                f"{obj_name} is not clear",
-                failed_precondition=f"the {obj_name} has the {names} on top of it",
-            )
+        """Raise SkillRejected if pick_place(obj, target) cannot start (an unknown name: INVALID_ARGUMENTS;
+        a violated precondition: its CAPE line in failed_precondition); nothing is changed."""
+        things = self.things()
+        unknown = unknown_argument(things, obj_name, target)
+        if unknown is not None:
+            raise unknown
+        violated = check_pick_place(things, obj_name, target, held=None, reach=self.reach)
+        if violated is not None:
+            raise violated.rejected()
 
     def pick_place(self, obj_name: str, target: str) -> tuple[bool, str]:
         """Run the primitive on the world. Returns (effect achieved, message)."""
@@ -226,25 +278,39 @@ class TabletopWorld:
         obj.x, obj.y = tx, ty
         obj.z = self._resting_height(obj)
         self.logger.debug("placed %s at (%.3f, %.3f, %.3f)", obj_name, obj.x, obj.y, obj.z)
+        self.settle()
         return True, f"placed the {obj_name} at ({tx:.3f}, {ty:.3f}) m"
+
+    def settle(self) -> None:
+        """Tell the observer (Statler's ground truth) that the world changed."""
+        if self.observer is not None:
+            self.observer.settle(self)
 
     def move_object(self, name: str, x: float, y: float) -> None:
         """Disturbance: put an object somewhere else (it drops to its resting height)."""
         obj = self.get(name)
         obj.x, obj.y = x, y
         obj.z = self._resting_height(obj)
+        self.settle()
 
     def _resting_height(self, obj: KinematicObject) -> float:
+        """z of a placed object: a block's centre on the table, a bowl's floor, the block below or a
+        cup's top; a cup's rim on the table or a bowl's floor, over the blocks it then covers."""
         if obj.category == "bowl":
             return 0.0
-        support = BLOCK_SIZE / 2
+        cup = obj.category == "cup"
+        support = 0.0 if cup else BLOCK_SIZE / 2
         for other in self.objects:
             if other is obj or _xy_dist(other, obj) >= BOWL_DIAMETER / 2:
                 continue
             if other.category == "bowl" and _xy_dist(other, obj) < BOWL_DIAMETER / 2 - 0.01:
-                support = max(support, BOWL_FLOOR + BLOCK_SIZE / 2)
+                support = max(support, BOWL_FLOOR + (0.0 if cup else BLOCK_SIZE / 2))
+            elif cup:
+                continue  # a cup goes over blocks (covering them) and is never put on another cup here
             elif other.category == "block" and _xy_dist(other, obj) < BLOCK_SIZE:
                 support = max(support, other.z + BLOCK_SIZE)
+            elif other.category == "cup" and _xy_dist(other, obj) < CUP_DIAMETER / 2:
+                support = max(support, other.z + CUP_HEIGHT + BLOCK_SIZE / 2)
         return support
 
 
@@ -256,9 +322,10 @@ def world_with(objects: Iterable[tuple[str, tuple[float, float, float]]], **kwar
     """A world with objects at given positions (tests and hand-built states)."""
     objs: list[KinematicObject] = []
     for i, (name, (x, y, z)) in enumerate(objects):
-        color, category = name.rsplit(" ", 1)
+        color, category = name.rsplit(" ", 1) if " " in name else ("white", "bowl")  # "disinfector"
         objs.append(KinematicObject(name, category, color, x, y, z, seg_id=i + 1))
     return TabletopWorld(objects=objs, **kwargs)  # type: ignore[arg-type]
 
 
-__all__ = ["KinematicObject", "PlaceNoise", "SceneSpec", "TabletopWorld", "random_spec", "world_with"]
+__all__ = ["PICKABLE", "KinematicObject", "PlaceNoise", "SceneSpec", "TabletopWorld", "WorldObserver", "random_spec",
+           "world_with"]

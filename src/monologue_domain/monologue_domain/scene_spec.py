@@ -16,9 +16,22 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .tabletop import COLOR_RGB, COLORS, LOCATIONS, MAX_BLOCKS, MAX_BOWLS, MIN_SEPARATION, WORKSPACE_X, WORKSPACE_Y
+from .tabletop import (
+    COLOR_RGB,
+    COLORS,
+    DISINFECTOR,
+    DISINFECTOR_COLOR,
+    LOCATIONS,
+    MAX_BLOCKS,
+    MAX_BOWLS,
+    MIN_SEPARATION,
+    WORKSPACE_X,
+    WORKSPACE_Y,
+)
+
+MAX_CUPS = 3  # Statler's cup game: three cups
 
 LAYOUT_ATTEMPTS = 1000  # full restarts of the position sampler before it gives up (tabletop_sim's count)
 KINEMATIC_LAYOUT_ATTEMPTS = 10000  # the kinematic world's count (same positions whenever either succeeds)
@@ -29,15 +42,23 @@ class SceneSpec:
     """Which objects a scene holds: colours of blocks and bowls, and which blocks are too heavy to lift.
 
     A heavy block is named by its colour ("purple") or its name ("purple block").
+    Statler's domains (monologue_domain.statler_domains) add a disinfector (a container named
+    "disinfector", category bowl) and upside-down cups ("<colour> cup", category cup); the i-th
+    colour of `covered_blocks` is the block that starts under the i-th cup.
     """
 
     block_colors: tuple[str, ...]
     bowl_colors: tuple[str, ...]
     heavy_blocks: tuple[str, ...] = ()
+    disinfector: bool = False
+    cup_colors: tuple[str, ...] = ()
+    covered_blocks: tuple[str, ...] = ()
 
     def names(self) -> list[str]:
-        """Object names in scene order: the blocks, then the bowls ("red block", ..., "blue bowl")."""
-        return [f"{c} block" for c in self.block_colors] + [f"{c} bowl" for c in self.bowl_colors]
+        """Object names in scene order: the blocks, the bowls ("red block", ..., "blue bowl"), then the
+        disinfector and the cups."""
+        return ([f"{c} block" for c in self.block_colors] + [f"{c} bowl" for c in self.bowl_colors]
+                + ([DISINFECTOR] if self.disinfector else []) + [f"{c} cup" for c in self.cup_colors])
 
     def validate(self, strict: bool = True) -> None:
         """Raise ValueError for duplicate objects or heavy blocks that are not in the scene; with
@@ -60,6 +81,15 @@ class SceneSpec:
         for color in self.heavy_blocks:
             if _strip(color, " block") not in self.block_colors:
                 raise ValueError(f"heavy block {color!r} is not one of the blocks {list(self.block_colors)}")
+        if strict and (len(set(self.cup_colors)) != len(self.cup_colors) or len(self.cup_colors) > MAX_CUPS
+                       or any(c not in COLOR_RGB for c in self.cup_colors)):
+            raise ValueError(f"cups: at most {MAX_CUPS} distinct known colours, got {list(self.cup_colors)}")
+        if len(self.covered_blocks) > len(self.cup_colors):
+            raise ValueError(f"{len(self.covered_blocks)} covered blocks but only {len(self.cup_colors)} cups")
+        covered = [_strip(c, " block") for c in self.covered_blocks]
+        if len(set(covered)) != len(covered) or any(c not in self.block_colors for c in covered):
+            raise ValueError(f"covered blocks {list(self.covered_blocks)} must be distinct blocks of the scene "
+                             f"{list(self.block_colors)}")
 
     def is_heavy(self, color: str) -> bool:
         """True if the block of this colour is too heavy to lift."""
@@ -71,7 +101,7 @@ class ObjectPlacement:
     """One object of a laid-out scene: where it starts (x, y on the table, m) and its identity."""
 
     name: str  # "red block", "blue bowl"
-    category: str  # "block" or "bowl"
+    category: str  # "block", "bowl" (the disinfector too) or "cup"
     color: str
     x: float  # m
     y: float  # m
@@ -145,14 +175,26 @@ def layout_scene(
     spec.validate(strict)
     rng = random.Random(seed)
     names = [(c, "block") for c in spec.block_colors] + [(c, "bowl") for c in spec.bowl_colors]
+    if spec.disinfector:
+        names.append((DISINFECTOR_COLOR, DISINFECTOR))
+    covered = {cup: _strip(b, " block") for cup, b in zip(spec.cup_colors, spec.covered_blocks)}
+    names += [(c, "cup") for c in spec.cup_colors if c not in covered]  # a covering cup stands on its block
     positions = sample_positions(rng, len(names), attempts)
-    objects = tuple(
+    where = {(color, category): p for (color, category), p in zip(names, positions)}
+    for cup, block in covered.items():
+        names.append((cup, "cup"))
+        where[(cup, "cup")] = where[(block, "block")]
+    order = {name: i for i, name in enumerate(spec.names())}
+    objects = tuple(sorted((
         ObjectPlacement(
-            name=f"{color} {category}", category=category, color=color, x=x, y=y,
-            segmentation_id=i + 1, heavy=category == "block" and spec.is_heavy(color),
+            name=DISINFECTOR if category == DISINFECTOR else f"{color} {category}",
+            category="bowl" if category == DISINFECTOR else category, color=color,
+            x=where[(color, category)][0], y=where[(color, category)][1],
+            segmentation_id=0, heavy=category == "block" and spec.is_heavy(color),
         )
-        for i, ((color, category), (x, y)) in enumerate(zip(names, positions))
-    )
+        for color, category in names
+    ), key=lambda o: order[o.name]))
+    objects = tuple(replace(o, segmentation_id=i + 1) for i, o in enumerate(objects))
     return SceneLayout(seed, spec, objects)
 
 

@@ -22,11 +22,21 @@ COLOR_RGB: dict[str, tuple[float, float, float]] = {
     "brown": (156 / 255, 117 / 255, 95 / 255),
     "gray": (186 / 255, 176 / 255, 172 / 255),
 }
+# Statler's disinfector (../shared/papers/statler.txt §IV-A): a bowl-shaped container named DISINFECTOR,
+# drawn in DISINFECTOR_RGB (not one of the 10 object colours, so no block or bowl can share it).
+DISINFECTOR = "disinfector"
+DISINFECTOR_COLOR = "white"
+DISINFECTOR_RGB = (0.93, 0.93, 0.93)
 
 BLOCK_SIZE = 0.04  # m, cube edge
 BOWL_DIAMETER = 0.12  # m, outer diameter at the rim
 BOWL_HEIGHT = 0.05  # m
 BOWL_FLOOR = 0.005  # m, height of the bowl's inner floor above the table
+# Statler's covers (S §V, the real-robot domain and the cup game): an upside-down cup, a hollow cylinder
+# closed at the top (where the suction cup grips it), that hides a block under it.
+CUP_DIAMETER = 0.08  # m, outer diameter
+CUP_HEIGHT = 0.07  # m, from its rim (on the table) to its closed top
+CUP_WALL = 0.004  # m, wall and top thickness
 MIN_SEPARATION = 0.15  # m, between any two object centres at scene creation (IM §4.1)
 STACK_XY_TOLERANCE = 0.04  # m, x-y distance under which one object counts as on another
 MAX_BLOCKS = 4  # IM §4.1: up to 4 blocks ...

@@ -56,7 +56,7 @@ def test_stacking_raises_the_block() -> None:
     # the blue block is now covered: it cannot be picked and its affordances drop to 0
     affs = {a.args: a.affordance for a in w.affordances(include_unaffordable=True)}
     assert affs[("blue block", "middle")] == 0.0
-    with pytest.raises(Exception, match="not clear"):
+    with pytest.raises(Exception, match="because the red block is on top of it"):
         w.check_pick_place("blue block", "middle")
 
 

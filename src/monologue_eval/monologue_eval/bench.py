@@ -71,7 +71,7 @@ LOG = logging.getLogger("monologue_bench")
 DEFAULT_EPISODES = 1  # per cell; 8 tasks x 3 variants ~ 10 min with the embedded model on 2 cores
 SCENE_ATTEMPTS = 5  # redraws when a sampled scene already satisfies its task
 TITLES = {k: (f.title, f.split) for k, f in FAMILIES.items()}
-SUITES = ("table1", *KITCHEN_SUITES, "cape")  # --suite choices
+SUITES = ("table1", *KITCHEN_SUITES, "cape", "statler", "statler_cups", "multitalk")  # --suite choices
 SIMULATOR_FIGURES_TIMEOUT_S = 300.0  # s for the MuJoCo timing process
 # The simulator's speed is measured by the simulator benchmark in a process of its own: the bench talks
 # to the graph and never imports a node package's internals.
@@ -433,7 +433,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--suite", choices=SUITES, default="table1",
                     help="table1: IM Table 1 on the tabletop (default); saycan: SayCan's 101 instructions "
                          "(SC Table 2); im_kitchen: IM Table 3. The kitchen suites run on robot sim_kitchen; "
-                         "cape: CAPE Tables I-II on robot sim_household")
+                         "cape: CAPE Tables I-II on robot sim_household; statler: S Tables I-II on sim_kinematic "
+                         "(--variants: methods, --families: domains, --instructions: episodes per domain); "
+                         "statler_cups: S Fig. 2's cup game through the LLM directly (--families: styles "
+                         "plain,cot,state, --instructions: max swaps, --episodes: trials per n); "
+                         "multitalk: MultiTalk's variants beside IM on tabletop scenes of sim_kinematic "
+                         "(--instructions: scenes, seeds --seed, --seed+1, ...; multitalk_bench.py)")
     ap.add_argument("--llm", choices=("embedded", "openai"), default="embedded")
     ap.add_argument("--robot", choices=tabletop_robots(), default="sim",
                     help="table1: sim (default: the MuJoCo simulator) or sim_kinematic (the in-process "
@@ -474,6 +479,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .cape_bench import main as cape_main
 
         return cape_main(ns)
+    if ns.suite == "statler":  # S Tables I-II on the kinematic tabletop (statler_bench.py)
+        from .statler_bench import main as statler_main
+
+        return statler_main(ns)
+    if ns.suite == "statler_cups":  # S Fig. 2's cup game, the LLM without a graph (statler_bench.py)
+        from .statler_bench import cups_main
+
+        return cups_main(ns)
+    if ns.suite == "multitalk":  # plans accepted, analyzer rounds, questions, simulator rejections (multitalk_bench.py)
+        from .multitalk_bench import main as multitalk_main
+
+        return multitalk_main(ns)
     if ns.suite != "table1":
         from .kitchen_bench import main as kitchen_main
 

@@ -140,6 +140,18 @@ def wait_until_recorded(expected: Mapping[str, int], timeout_s: float) -> dict[s
             rclpy.shutdown()
 
 
+def stop_on_signals() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread, so a benchmark loop stops (and its
+    graph is stopped by the `finally` that started it) instead of going on with a shut-down ROS context."""
+    import signal
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def planner_available(timeout_s: float) -> bool:
     """True if a planner's execute_instruction action server appears on this ROS domain within `timeout_s` s."""
     import rclpy

@@ -3,7 +3,8 @@
     monologue-demo [seed:=N] [blocks:=2|3|4] [llm:=embedded|openai] [instruction:="..."] [timeout:=600]
                    [record:=<bag dir>] [robot:=sim|sim_kinematic|sim_kitchen|sim_household]
                    [strategy:=inner_monologue|saycan|cape|...] [method:=Z_E|F_E|...]
-                   [perception:=oracle|camera] [log_level:=warn] [--param node:name=value ...]
+                   [perception:=oracle|camera] [log_level:=warn] [scene:=covers|disinfection|weights]
+                   [web:=true|false] [--param node:name=value ...]
     monologue-demo graph:=running [instruction:="..."] [timeout:=600] [strategy:=...]
 
 graph:=launch (default) brings up its own simulated graph (embedded LLM) on a random scene and stops
@@ -11,6 +12,9 @@ it at the end. The scene (its seed, and 2 or 3 blocks unless `blocks` is given) 
 can be repeated with `seed:=N blocks:=M`. record:=<dir> records the run into a rosbag2 MCAP directory
 with the LLM cassette next to it; `monologue-replay <dir>` replays it, `monologue-bag-info <dir>`
 shows it. It refuses to start when a planner already runs on this ROS_DOMAIN_ID (use graph:=running).
+
+web:=true (default) also starts the live web monitor (docs/web.md) and prints its URL: the `web` port of
+config/monologue.yaml, or a free port when that one is taken.
 
 graph:=running starts nothing: it sends the instruction to the planner of a graph already running on
 this ROS_DOMAIN_ID (`monologue-up` or `ros2 launch monologue_bringup monologue.launch.py`) and judges
@@ -29,11 +33,19 @@ the phone on the nightstand ("stand up" fails: "I am already standing"). With st
 monologue shows the error and CAPE's corrective prompt ("Error: ... A correct step would be to") and
 the corrected step. The world's prompt profile and CAPE demonstration file are set for the robot;
 the default instruction of these worlds is judged by its goal on the final state.
+
+scene:= (robot:=sim or sim_kinematic) sets up one of Statler's domains (`sim.scene`, monologue_eval.statler_demo):
+a fixed scene, a multi-query instruction (one query per line) in which a stated fact the robot cannot
+perceive decides a later action, strategy statler unless strategy:= says otherwise, and the verdict from
+the domain's hidden ground truth (`sim/statler_truth`). The planner's last state (`planner/world_state`)
+and that truth are printed at the end; record:=<dir> keeps both topics in the bag.
 """
 from __future__ import annotations
 
+import json
 import os
 import random
+import socket
 import sys
 import tempfile
 import threading
@@ -47,6 +59,8 @@ from monologue_bringup.graph import parse_launch_args, robot_entry, scene_node
 from monologue_bringup.up import Supervisor, parse_node_params, record_dir_error
 
 from .client import planner_available, run_episode, world_states
+from .statler_demo import DEMOS as STATLER_DEMOS
+from .statler_demo import StatlerDemo, final_truth
 
 if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no type information)
     from monologue_domain.kitchen.state import KitchenState
@@ -71,10 +85,10 @@ GRAPH_MODES = ("launch", "running")
 DEFAULTS = {
     "graph": "launch", "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
     "timeout": "600", "log_level": "warn", "blocks": "0", "record": "", "perception": "oracle",
-    "strategy": "", "method": "",
+    "strategy": "", "method": "", "scene": "", "web": "true",
 }
 # Arguments that describe the graph the demo starts: meaningless with graph:=running.
-OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level", "method")
+OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level", "method", "scene", "web")
 
 
 @dataclass(frozen=True)
@@ -145,6 +159,8 @@ def parse_args(argv: Sequence[str]) -> DemoArgs:
     int(values["seed"]), int(values["blocks"])  # ValueError if they are not integers
     if values["method"] and values["strategy"] != "cape":
         raise ValueError("method:= is CAPE's variant: give it with strategy:=cape")
+    if values["scene"] and values["scene"] not in STATLER_DEMOS:
+        raise ValueError(f"scene must be one of {sorted(STATLER_DEMOS)}, got {values['scene']!r}")
     if values["graph"] == "running":
         clash = sorted(given & set(OWN_GRAPH_ONLY)) + (["--param"] if extra else [])
         if clash:
@@ -225,6 +241,23 @@ def run_on_running_graph(values: dict[str, str]) -> int:
     return 0 if (result.success and done) else 1
 
 
+def _web_address(robot: str, llm: str, overrides: dict[str, str]) -> tuple[str, int]:
+    """The web monitor's host and port: the configured ones (overrides first), or a free port when the
+    configured port is taken (so a demo still starts next to another one)."""
+    from monologue_bringup.graph import default_config_dir, params_files
+    from monologue_common.core.settings import parameters_from_files
+
+    params = parameters_from_files(params_files(default_config_dir(), robot, llm), "web")
+    host = str(overrides.get("host", params.get("host", "127.0.0.1")))
+    port = int(str(overrides.get("port", params.get("port", 8080))))
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            sock.bind((host, 0))
+        return host, int(sock.getsockname()[1])
+
+
 def run_own_graph(args: DemoArgs) -> int:
     """graph:=launch: bring up a simulated graph on a random scene, run the instruction, stop the graph."""
     values = args.values
@@ -236,10 +269,14 @@ def run_own_graph(args: DemoArgs) -> int:
         print("blocks must be 1-4 (IM §4.1 scenes hold at most 4 blocks)", file=sys.stderr)
         return 2
     world: WorldDemo | None = None
+    statler: StatlerDemo | None = STATLER_DEMOS.get(values["scene"])
     try:
         scene = scene_node(values["robot"])
         kind = robot_entry(values["robot"]).world
         if kind != "tabletop":
+            if statler is not None:
+                raise ValueError(f"scene:={values['scene']} needs a tabletop robot (sim, sim_kinematic), not "
+                                 f"{values['robot']}")
             world = world_demo(kind)
     except ValueError as e:
         print(f"monologue-demo: {e}", file=sys.stderr)
@@ -247,6 +284,10 @@ def run_own_graph(args: DemoArgs) -> int:
     instruction = values["instruction"]
     if world is not None and "instruction" not in args.given:
         instruction = world.instruction
+    if statler is not None and "instruction" not in args.given:
+        instruction = statler.instruction
+    if statler is not None and not values["strategy"]:
+        values = {**values, "strategy": "statler"}
     error = record_dir_error(values["record"])
     if error:
         print(f"== {error}", file=sys.stderr)
@@ -259,7 +300,10 @@ def run_own_graph(args: DemoArgs) -> int:
         return 2
     transcripts = Path(os.environ.get("MONOLOGUE_RUNS_DIR", tempfile.gettempdir())) / "monologue_demo"
     strategy = values["strategy"] or "the configured strategy"
-    if world is None:
+    if statler is not None:
+        print(f"== Statler demo: robot={values['robot']} llm={values['llm']} strategy={strategy} "
+              f"scene={statler.scene} seed={seed}: " + ", ".join(f"{k}={v}" for k, v in statler.params.items()))
+    elif world is None:
         print(f"== Inner Monologue demo: robot={values['robot']} llm={values['llm']} strategy={strategy} "
               f"scene seed={seed} blocks={blocks}")
     else:
@@ -279,6 +323,8 @@ def run_own_graph(args: DemoArgs) -> int:
                 "sim.matching_bowls": "true" if blocks <= 3 else "false"},
     } if world is None else {scene: dict(world.scene_params), "planner": {
         "prompt_profile": world.prompt_profile, "cape.demonstrations": world.cape_demonstrations}}
+    if statler is not None:
+        node_params[scene] = {"sim.seed": str(seed), "sim.scene": statler.scene, **statler.params}
     if values["strategy"]:
         node_params.setdefault("planner", {})["strategy"] = values["strategy"]
     if values["method"]:
@@ -290,19 +336,33 @@ def run_own_graph(args: DemoArgs) -> int:
             node_params.setdefault(node, {}).update(params)
     for node, params in args.params.items():  # --param node:name=value wins
         node_params.setdefault(node, {}).update(params)
+    web = values["web"] == "true"
+    if web:
+        host, port = _web_address(values["robot"], values["llm"], node_params.get("web", {}))
+        node_params.setdefault("web", {})["port"] = str(port)
+        print(f"== live monitor: http://{host}:{port}/")
     sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
-                     log_level=values["log_level"], record=record)
+                     log_level=values["log_level"], record=record, web=web)
     t0 = time.monotonic()
+    truth: dict[str, object] = {}
     try:
         sup.start()
         print("== monologue:")
         result, objects = run_episode(instruction, float(values["timeout"]), _show(lock))
+        if statler is not None:
+            truth, state = final_truth()
+            print(f"== planner/world_state (the robot's belief): {json.dumps(state.get('state', {}))}")
+            print(f"== sim/statler_truth (hidden ground truth): {json.dumps(truth)}")
     except (TimeoutError, RuntimeError) as e:
         print(f"== demo failed: {e}", file=sys.stderr)
         return 1
     finally:
         codes = sup.stop()
-    done = judge(instruction, result, objects, world)
+    if statler is not None:
+        print(f"== goal: {statler.expect}")
+        done = bool(truth) and statler.goal(truth)
+    else:
+        done = judge(instruction, result, objects, world)
     _report(result, done, t0)
     if record is not None:
         print(f"== bag: {record} (monologue-bag-info {record}; monologue-replay {record})")

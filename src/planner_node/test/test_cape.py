@@ -137,6 +137,7 @@ def holding_coke() -> KitchenWorld:
 def cape_settings(method: str = "Z_E", **changes: object) -> CapeSettings:
     s = settings_from_parameters(yaml_params()).strategy_settings["cape"]
     assert isinstance(s, CapeSettings)
+    changes = {"embedder": "llm", **changes}  # the scripted LLMs embed; the YAML's default is Sentence-BERT
     return replace(s, method=method, **changes)  # type: ignore[arg-type]
 
 
@@ -456,8 +457,11 @@ def test_settings_come_from_the_yaml_and_are_validated() -> None:
     assert set(METHODS) == {"Z_S", "Z_I", "Z_E", "Z_E+S_g", "F_E", "F_E+S_g", "huang", "resampling"}
     with pytest.raises(ValueError, match="cape.method"):
         settings_from_parameters(yaml_params(**{"cape.method": "Z_X"}))
-    with pytest.raises(ValueError, match="sentence_bert_path"):
-        settings_from_parameters(yaml_params(**{"cape.embedder": "sentence_bert"}))
+    yaml_cape = settings_from_parameters(yaml_params()).strategy_settings["cape"]
+    assert isinstance(yaml_cape, CapeSettings)
+    assert (yaml_cape.embedder, yaml_cape.sentence_bert_path) == ("sentence_bert", "")  # the packaged MiniLM
+    with pytest.raises(ValueError, match="cape.embedder"):
+        settings_from_parameters(yaml_params(**{"cape.embedder": "bert"}))
     with pytest.raises(ValueError, match="cape.samples"):
         settings_from_parameters(yaml_params(**{"cape.samples": 0}))
     assert not [u for u in settings_from_parameters(yaml_params()).unused if u.startswith("cape.")]

@@ -462,3 +462,51 @@ def test_the_node_publishes_state_events_as_json() -> None:
     msg = json.loads(world_state_json(event))
     assert msg == {"episode_id": "ep1", "query_index": 2, "cause": "x", "text": render_state(state), "stamp": 5.0,
                    "state": {"objects": ["cyan block"], "cyan block": {"weight": "red_block.weight / 2"}}}
+
+
+# ---- separate reader and writer LLMs (S Table III: the writer is its own LLM) -----------------------------
+
+
+def test_the_writer_can_run_on_its_own_backend(make_runner, world_ports, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Reader: the planner's LLM; writer: `statler.writer_llm` built by monologue_llm's factory, here a
+    cassette (replay loads no model) recorded from a scripted writer in a first run."""
+    from monologue_llm.cassette import CassetteBackend
+    from planner_node.core.statler_loop import close_writer_backends
+
+    reader = ['update_wm("The cyan block is dirty")\n',
+              'put_first_on_second("cyan block", "green bowl")\nupdate_wm("Put the cyan block in the green bowl")\n']
+    states = [state_text(cyan_block={"is": ["dirty"]}),
+              state_text(cyan_block={"is": ["dirty"]}, green_bowl={"contains": ["cyan block"]})]
+    instruction = "The cyan block is dirty\nPut the cyan block in the green bowl"
+    cassette = tmp_path / "writer.jsonl"
+    recorded = CassetteBackend(ScriptedCoder(list(reader), list(states)), cassette, "record")  # type: ignore[arg-type]
+    first = run(make_runner, recorded, world_ports(world()), instruction)  # type: ignore[arg-type]
+    assert first.result.error == EpisodeError.NONE, first.result.reason
+
+    only_reader = ScriptedCoder(reader=list(reader))  # no writer answers: a writer call here would fail
+    writer = {"statler.writer_llm.backend": "llama_cpp", "statler.writer_llm.cassette_mode": "replay",
+              "statler.writer_llm.cassette_path": str(cassette)}
+    try:
+        out = run(make_runner, only_reader, world_ports(world()), instruction, **writer)
+    finally:
+        close_writer_backends()
+    assert out.result.error == EpisodeError.NONE, out.result.reason
+    assert only_reader.writer_prompts == [] and len(only_reader.reader_prompts) == 2
+    assert [e.data["world_state"] for e in statler_events(out, "state")][1:] == \
+        [e.data["world_state"] for e in statler_events(first, "state")][1:]
+    assert out.events[0].data["reader_llm"] == "scripted-coder"
+    assert out.events[0].data["writer_llm"] == "cassette[replay](none)"
+
+
+def test_writer_llm_settings_are_validated(planner_parameters) -> None:  # type: ignore[no-untyped-def]
+    from planner_node.core.settings import settings_from_parameters
+
+    base = {**planner_parameters(), "strategy": "statler"}
+    assert settings_from_parameters(base).strategy_settings["statler"].writer_llm == {}  # type: ignore[attr-defined]
+    s = settings_from_parameters({**base, "statler.writer_llm.backend": "openai",
+                                  "statler.writer_llm.model": "writer"}).strategy_settings["statler"]
+    cfg = s.writer_llm  # type: ignore[attr-defined]
+    assert cfg["backend"] == "openai" and cfg["model"] == "writer" and cfg["n_ctx"] == base["llm.n_ctx"]
+    with pytest.raises(ValueError) as e:
+        settings_from_parameters({**base, "statler.writer_llm.backend": "gpt", "statler.writer_llm.temprature": 1})
+    assert "statler.writer_llm.backend" in str(e.value) and "temprature" in str(e.value)

@@ -177,6 +177,38 @@ def test_kinematic_backend_runs_without_ros() -> None:
     assert outcome.ok and changed
 
 
+def test_kinematic_statler_scenes_hide_covered_blocks_and_publish_their_truth() -> None:
+    """sim.scene (monologue_domain.statler_domains): a covered block is not in the ground truth; the hidden
+    truth goes to sim/statler_truth after every change; bad domain parameters are refused at start-up."""
+    import json
+
+    published: list[tuple[str, str]] = []
+
+    class Node:
+        def create_publisher(self, _type: Any, topic: str, _qos: Any) -> Any:
+            class Pub:
+                def publish(self, msg: Any) -> None:
+                    published.append((topic, msg.data))
+            return Pub()
+
+    class Host(_Host):
+        node = Node()
+
+    params = {**skills_params("sim_kinematic"), "sim.seed": 3, "sim.phase_duration": 0.0, "sim.scene": "covers",
+              "sim.block_colors": ["red", "blue"], "sim.bowl_colors": ["green"], "sim.cup_colors": ["orange"]}
+    settings, _ = settings_from_parameters(params)
+    backend = settings.plugin.create(Host(), settings.backend_settings).backend
+    states = backend.ground_truth()
+    assert states is not None and "red block" not in [o.name for o in states] and "orange cup" in [o.name for o in states]
+    assert published and published[-1][0] == "sim/statler_truth"
+    assert json.loads(published[-1][1])["covered"] == {"red block": "orange cup"}
+    outcome = backend.execute("pick_place", ["orange cup", "middle"], lambda *_: None, threading.Event())
+    assert outcome.ok and json.loads(published[-1][1])["covered"] == {}
+    assert "red block" in [o.name for o in backend.ground_truth() or []]
+    with pytest.raises(ValueError, match="not blocks of the scene"):
+        settings_from_parameters({**params, "sim.scene": "disinfection", "sim.dirty_blocks": ["cyan"]})
+
+
 def test_the_ur5e_publishes_its_flange_and_the_hand_eye_calibration() -> None:
     """base -> tool0 from the TCP pose and offset (flange = TCP moved back along the tool axis)."""
     import math

@@ -42,7 +42,8 @@ def test_bad_arguments_are_refused_before_motion() -> None:
     out, states = _run(b, ("green block", "red bowl"))
     assert out.error == SkillError.INVALID_ARGUMENTS and states == []
     out, states = _run(b, ("red bowl", "red block"))
-    assert out.error == SkillError.PRECONDITION_FAILED and "only blocks" in out.failed_precondition
+    assert out.error == SkillError.PRECONDITION_FAILED
+    assert out.failed_precondition == "not_pickable: I cannot pick up the red bowl because I can only put things on the red bowl"
     assert b.execute("fly", ("a",), lambda *_: None, threading.Event()).error == SkillError.UNKNOWN_SKILL
 
 

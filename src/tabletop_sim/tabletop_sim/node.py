@@ -1,7 +1,8 @@
 """tabletop_sim: the MuJoCo tabletop as a ROS 2 node that looks like a real UR5e with a RealSense.
 
 Publishes camera images (rgb8 colour, 16UC1 aligned depth in mm, CameraInfo), joint_states, tcp_pose,
-suction/holding, /tf and /tf_static, and the ground truth on sim/ground_truth; serves the arm on the
+suction/holding, /tf and /tf_static, and the ground truth on sim/ground_truth (Statler's domains: their
+hidden truth, JSON, on sim/statler_truth, scoring only); serves the arm on the
 `arm/command` action (ArmCommand, ur_rtde-like) and the scene on `sim/reset` and `sim/disturb`. rclpy
 adapter only: the simulation lives in tabletop_sim.core.
 """
@@ -11,6 +12,7 @@ import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must be set before mujoco is imported
 
+import json  # noqa: E402
 import logging  # noqa: E402
 import random  # noqa: E402
 import threading  # noqa: E402
@@ -28,7 +30,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
-from std_msgs.msg import Bool, Header  # noqa: E402
+from std_msgs.msg import Bool, Header, String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused  # noqa: E402
@@ -36,6 +38,7 @@ from monologue_common.qos import LATCHED  # noqa: E402
 from monologue_common.runtime import run_node  # noqa: E402
 from monologue_domain.msgs import scene_to_msg  # noqa: E402
 from monologue_domain.scene_spec import layout_scene, make_spec  # noqa: E402
+from monologue_domain.statler_domains import TRUTH_TOPIC, DomainTruth, domain_spec  # noqa: E402
 from monologue_interfaces.action import ArmCommand  # noqa: E402
 from monologue_interfaces.msg import SceneDescription  # noqa: E402
 from monologue_interfaces.srv import DisturbSim, ResetSim  # noqa: E402
@@ -83,6 +86,9 @@ class TabletopSimNode(Node):
 
         self._gt_lock = threading.Lock()
         self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
+        self._truth: DomainTruth | None = DomainTruth.create(s.domain, layout.spec, s.seed)
+        self._truth_pub = self.create_publisher(String, TRUTH_TOPIC, LATCHED) if self._truth is not None else None
+        self._truth_last = ""
         self._js_pub = self.create_publisher(JointState, "joint_states", 10)
         # The robot state a program polls (ur_rtde getActualTCPPose, the vacuum sensor input).
         self._tcp_pub = self.create_publisher(PoseStamped, "tcp_pose", 10)
@@ -187,13 +193,17 @@ class TabletopSimNode(Node):
         blocks = int(req.num_blocks) if req.num_blocks >= 0 else self._counts[0]
         bowls = int(req.num_bowls) if req.num_bowls >= 0 else self._counts[1]
         try:
-            spec = make_spec(seed, blocks, bowls, bool(req.matching_bowls), tuple(req.block_colors),
-                             tuple(req.bowl_colors), tuple(req.heavy_blocks))
+            spec = domain_spec(self.settings.domain, make_spec(
+                seed, blocks, bowls, bool(req.matching_bowls), tuple(req.block_colors), tuple(req.bowl_colors),
+                tuple(req.heavy_blocks)))
             layout = layout_scene(spec, seed)
+            truth = DomainTruth.create(self.settings.domain, spec, seed)
         except (ValueError, RuntimeError) as e:
             res.success, res.message, res.seed = False, f"scene not changed: {e}", seed
             return res
         self.world.reset(layout)
+        with self._gt_lock:
+            self._truth, self._truth_last = truth, ""
         self.publish_ground_truth()
         res.success, res.seed = True, seed
         res.objects = [o.name for o in layout.objects]
@@ -229,6 +239,15 @@ class TabletopSimNode(Node):
         msg = scene_to_msg(self.world.ground_truth(0.0, BASE_FRAME), stamp=self.get_clock().now().to_msg())
         with self._gt_lock:
             self._gt_pub.publish(msg)
+            if self._truth is not None and self._truth_pub is not None:  # settled on the physical poses
+                view = self.world.kinematic_view()
+                self._truth.settle(view)
+                data = self._truth.to_json(view)
+                data.pop("revision", None)  # published only when something changed
+                text = json.dumps(data, ensure_ascii=False)
+                if text != self._truth_last:
+                    self._truth_last = text
+                    self._truth_pub.publish(String(data=text))
 
     def _publish_state(self) -> None:
         stamp = self.get_clock().now().to_msg()

@@ -46,13 +46,16 @@ class Demonstration:
 @dataclass(frozen=True)
 class CorrectionExample:
     """One few-shot (error, correction) example: the steps that ran, the failed step, why it
-    failed (first person) and the corrective step."""
+    failed (first person) and the corrective step; `cannot` is the part of the failed step the
+    error names ("pick up the red block" of "pick up the red block and place it on the middle",
+    as the tabletop's preconditions say it), "" = the whole failed step."""
 
     task: str
     steps: tuple[str, ...]
     failed: str
     reason: str
     correction: str
+    cannot: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,8 @@ class CapeDomain:
         k = len(ex.steps) + 1
         lines = [self.task_line(ex.task)]
         lines += [self.step_line(i, s) for i, s in enumerate(ex.steps, start=1)]
-        info = ErrorInfo(ex.failed, f"I cannot {ex.failed}", f"I cannot {ex.failed} because {ex.reason}", "")
+        part = ex.cannot or ex.failed
+        info = ErrorInfo(ex.failed, f"I cannot {part}", f"I cannot {part} because {ex.reason}", "")
         lines += [self.step_line(k, ex.failed), self.error_line(info.message(specificity)),
                   self.step_line(k, ex.correction)]
         return "\n".join(lines)
@@ -235,7 +239,11 @@ def load_domain(prompt_dir: Path, name: str) -> CapeDomain:
         if not isinstance(c, dict) or not all(isinstance(c.get(k), str) and c[k].strip() for k in fields):
             raise ValueError(f"{path}: corrections[{i}] needs {', '.join(fields)} and steps")
         steps = _strings(path, c.get("steps") or [], f"corrections[{i}].steps") if c.get("steps") else ()
+        cannot = c.get("cannot") or ""
+        if not isinstance(cannot, str):
+            raise ValueError(f"{path}: corrections[{i}].cannot must be a string")
         examples.append(CorrectionExample(" ".join(c["task"].split()), steps, c["failed"].strip(),
-                                          c["reason"].strip().rstrip("."), c["correction"].strip()))
+                                          c["reason"].strip().rstrip("."), c["correction"].strip(),
+                                          " ".join(cannot.split())))
     return CapeDomain(name, {k: str(v) for k, v in formats.items()}, {str(k): str(v) for k, v in skills.items()},
                       done.strip(), tuple(demos), tuple(examples))

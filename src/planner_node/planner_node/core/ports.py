@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,17 @@ class SceneItem:
     name: str
     category: str
     visible: bool = True
+    position: tuple[float, float, float] | None = None  # m, centre in the robot base frame (None: not known)
+    size: tuple[float, float, float] | None = None  # m, axis-aligned extent (x, y, z); zeros for locations
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The box the robot may move in (its safety limits), m in the robot base frame."""
+
+    minimum: tuple[float, float, float]
+    maximum: tuple[float, float, float]
+    min_height: float  # m, lowest tool z above the table top
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,15 @@ class HumanPort(Protocol):
 
     def ask(self, question: str, timeout_s: float, cancel: threading.Event) -> str | None:
         """Ask a person (IM active scene description); the answer, or None after `timeout_s` s."""
+        ...
+
+
+@runtime_checkable
+class WorkspaceSource(Protocol):
+    """Optional capability of a ScenePort (the node's: the skills node's safety parameters)."""
+
+    def workspace(self) -> Workspace | None:
+        """The robot's safety workspace, or None if the robot has none configured (m, base frame)."""
         ...
 
 

@@ -21,13 +21,17 @@ Every state is a ROBOT_THOUGHT event whose text is the rendered state and whose 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from monologue_domain.transcript import Event, EventKind
-from monologue_llm.base import LLMError
+from monologue_llm.base import LLMBackend, LLMError
+from monologue_llm.factory import make_backend_from_params
 
 from .episode import (
     EpisodeError,
@@ -81,6 +85,37 @@ class InvalidStatlerEpisode(Exception):
     """Missing settings or prompt files, or no query (INVALID_GOAL)."""
 
 
+_WRITERS: dict[str, LLMBackend] = {}  # the writers' own backends, built once per configuration
+_WRITERS_LOCK = threading.Lock()
+
+
+def writer_backend(ep: EpisodeContext, settings: StatlerSettings) -> LLMBackend:
+    """The writer's LLM: the planner's, or (`statler.writer_llm`) its own backend, built by
+    monologue_llm's factory on first use and kept for the process (loading a model takes seconds)."""
+    if not settings.writer_llm:
+        return ep.llm
+    key = json.dumps(dict(settings.writer_llm), sort_keys=True, default=str)
+    with _WRITERS_LOCK:
+        backend = _WRITERS.get(key)
+        if backend is None:
+            ep.log.info("building the Statler writer's LLM backend %s", settings.writer_llm.get("backend"))
+            backend = make_backend_from_params(settings.writer_llm, logging.getLogger("planner.statler.writer"))
+            _WRITERS[key] = backend
+        return backend
+
+
+def close_writer_backends() -> None:
+    """Close every writer backend built so far (the planner node's shutdown)."""
+    with _WRITERS_LOCK:
+        for backend in _WRITERS.values():
+            backend.close()
+        _WRITERS.clear()
+
+
+def _writer_config_error(cfg: Mapping[str, object]) -> str:
+    return f"the Statler writer's LLM ({cfg.get('backend')}) could not be built"
+
+
 def load_prompt(path: Path) -> str:
     """A prompt file without its `#%` header lines; InvalidStatlerEpisode if it cannot be read."""
     try:
@@ -119,6 +154,7 @@ class _Run:
     initial: State
     state: State
     queries: list[str]
+    writer_llm: LLMBackend | None = None  # the writer's backend (None: the reader's, ep.llm)
     history: list[tuple[str, str]] = field(default_factory=list)  # (query, accepted code)
     steps: list[StepRecord] = field(default_factory=list)
     executed: int = 0
@@ -187,8 +223,8 @@ def ask_writer(run: _Run, update: str, index: int) -> State:
     ep, s = run.ep, run.settings
     notes: list[str] = []
     for attempt in range(s.max_reprompts + 1):
-        gen = ep.llm.generate(run.writer_input(update, notes), stop=("# query:", "==="),
-                              max_tokens=s.max_tokens_state)
+        llm = run.writer_llm if run.writer_llm is not None else ep.llm
+        gen = llm.generate(run.writer_input(update, notes), stop=("# query:", "==="), max_tokens=s.max_tokens_state)
         text = "# state = {\n" + gen.text
         try:
             return parse_state(text, s.max_state_chars)
@@ -359,13 +395,20 @@ def run_statler(ep: EpisodeContext, variant: Variant) -> EpisodeResult:
         init = initial_state(items)
         run = _Run(ep, variant, s, reader, writer, list(init["objects"]),
                    [i.name for i in items if i.category == "location"], init, dict(init), list(queries))
+        if variant.writer:
+            try:
+                run.writer_llm = writer_backend(ep, s)
+            except ValueError as e:
+                raise LLMError(f"{_writer_config_error(s.writer_llm)}: {e}") from None
         first = 0
         if ep.resume:
             first = _restore(ep, run)
         else:
             transcript.append(EventKind.SCENE_OBJECTS, f"# objects = {json.dumps(run.objects, ensure_ascii=False)}",
                               {"objects": run.objects, "statler_variant": variant.name,
-                               "prompts": {r: s.prompts[r] for r in (variant.reader, variant.writer) if r}})
+                               "prompts": {r: s.prompts[r] for r in (variant.reader, variant.writer) if r},
+                               "reader_llm": ep.llm.name,
+                               "writer_llm": (run.writer_llm or ep.llm).name if variant.writer else ""})
             if variant.keeps_state:
                 run.record_state(-1, "initial state from the scene")
         index = first

@@ -2,9 +2,11 @@
 
 pick_place(object, target): move `hover_height` (15 cm) above the object, descend slowly until
 contact (about 5 N), switch suction on, lift, move above the target, descend until contact,
-release, lift. home(): joint move to the configured home joints. Every waypoint of a skill is
-checked against the safety limits before the first motion, so a refused skill moves nothing.
-Positions are metres in the robot base frame.
+release, lift. home(): joint move to the configured home joints. Before the first motion,
+pick_place's preconditions (monologue_domain.tabletop_preconditions, shared with the kinematic world:
+pickable, not on itself, suction cup free, visible, nothing on top, reachable within this arm's safety
+limits) are checked and every waypoint is checked against the safety limits, so a refused skill moves
+nothing. Positions are metres in the robot base frame.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from monologue_domain.scene import SceneObject
+from monologue_domain.tabletop_preconditions import TableThing, check_pick_place, unknown_argument
 
 from .arm import ArmFault, FaultKind, MotionInterrupted, MotionRefused, Refusal, TcpPose, Vector3
 from .backend import FeedbackFn
@@ -47,6 +50,11 @@ class ObjectLocator(Protocol):
         """Place targets that are not pickable: plates, bowls, named table locations."""
         ...
 
+    def things(self) -> dict[str, TableThing]:
+        """Everything known for the preconditions: visible and remembered (occluded) entries, with
+        their pick points (m) and whether they are pickable."""
+        ...
+
     def wait_until_ready(self, timeout_s: float) -> bool:
         """Wait (at most timeout_s, s) until the first scene description arrived; True if it has."""
         ...
@@ -60,7 +68,7 @@ class SceneLocator:
 
     Visible entries whose category is in `place_categories` are place targets only; every other
     visible entry is a pickable object (and a place target: stacking). Remembered but occluded
-    entries are neither (their positions may be stale).
+    entries are neither (their positions may be stale); the preconditions see them as not visible.
     """
 
     def __init__(self, place_categories: Sequence[str], use_place_points: bool) -> None:
@@ -68,12 +76,20 @@ class SceneLocator:
         self._use_place_points = use_place_points
         self._lock = threading.Lock()
         self._entries: dict[str, SceneEntry] = {}
+        self._known: dict[str, SceneEntry] = {}  # visible and remembered
         self._ready = threading.Event()
 
     def update(self, entries: Sequence[SceneEntry]) -> None:
         with self._lock:
             self._entries = {e.name: e for e in entries if e.visible}
+            self._known = {e.name: e for e in entries}
         self._ready.set()
+
+    def things(self) -> dict[str, TableThing]:
+        with self._lock:
+            known = list(self._known.values())
+        return {e.name: TableThing(e.name, e.category, e.position, visible=e.visible,
+                                   pickable=e.category not in self._place_categories) for e in known}
 
     def wait_until_ready(self, timeout_s: float) -> bool:
         return self._ready.wait(timeout_s)
@@ -185,6 +201,7 @@ class ArmSkillBackend:
         self._approval = skill_approval
         self._approval_timeout_s = approval_timeout_s
         self._busy = threading.Lock()
+        self._held_name: str | None = None  # what the suction cup took last, while it may still hold it
 
     # ----- SkillBackend: queries ------------------------------------------------------------
     def skill_names(self) -> Sequence[str]:
@@ -207,6 +224,7 @@ class ArmSkillBackend:
         if not self._locator.wait_until_ready(self.SCENE_WAIT_S):  # right after start-up
             self._log.warning("no scene description within %.1f s: no pick_place is affordable", self.SCENE_WAIT_S)
         can_move = not self._arm.estop_latched and self._arm.status().ok
+        held = self._held_now() if can_move else None
         objects = self._locator.objects()
         out: list[Affordance] = []
         for obj in objects:
@@ -216,7 +234,7 @@ class ArmSkillBackend:
                 value = 0.0
                 if can_move:
                     try:
-                        self._plan(obj, target)
+                        self._plan(obj, target, held)
                         value = 1.0
                     except (SkillRejected, MotionRefused):
                         value = 0.0
@@ -283,21 +301,43 @@ class ArmSkillBackend:
                 return
 
     # ----- planning -------------------------------------------------------------------------
-    def _plan(self, obj: str, target: str) -> _Plan:
-        """Waypoints of pick_place(obj, target), every one checked against the limits (raises if not)."""
+    def _held_now(self) -> str | None:
+        """What the suction cup holds now ("something" if it is not known which object), or None; None too
+        when the arm cannot be read (the skill's first motion then reports the fault)."""
+        try:
+            holding = self._arm.holding()
+        except ArmFault:
+            return None
+        if not holding:
+            self._held_name = None
+            return None
+        return self._held_name or "something"
+
+    def unreachable(self, thing: TableThing, place: bool) -> str | None:
+        """tabletop_preconditions.Reach from this arm's own safety limits: why the hover pose or the
+        guarded descent at `thing`'s pick (place) point would be refused, or None. Refusals that are
+        not about the position (speeds: a configuration error) propagate as MotionRefused."""
+        try:
+            self._hover_and_travel(thing.name, place)
+        except SkillRejected:
+            return None  # not visible: the preconditions say so first
+        except MotionRefused as e:
+            if e.refusal in (Refusal.WORKSPACE, Refusal.MIN_HEIGHT, Refusal.CONTACT_TRAVEL, Refusal.INVALID_TARGET):
+                return e.reason
+            raise
+        return None
+
+    def _plan(self, obj: str, target: str, held: str | None) -> _Plan:
+        """Waypoints of pick_place(obj, target), every one checked against the limits, after the tabletop's
+        preconditions (monologue_domain.tabletop_preconditions; raises SkillRejected / MotionRefused)."""
         self._locator.wait_until_ready(self.SCENE_WAIT_S)
-        objects = self._locator.objects()
-        if obj not in objects:
-            places = self._locator.places()
-            if obj in places:
-                raise SkillRejected(SkillError.PRECONDITION_FAILED, f"cannot pick {obj}",
-                                    failed_precondition=f"the {obj} is a place target, not a pickable object")
-            raise SkillRejected(SkillError.INVALID_ARGUMENTS, f"there is no visible {obj!r}; visible: {objects}")
-        if target == obj:
-            raise SkillRejected(SkillError.PRECONDITION_FAILED, f"cannot place {obj} on itself",
-                                failed_precondition="the place target must differ from the picked object")
-        if target not in objects and target not in self._locator.places():
-            raise SkillRejected(SkillError.INVALID_ARGUMENTS, f"there is no visible place target {target!r}")
+        things = self._locator.things()
+        unknown = unknown_argument(things, obj, target)
+        if unknown is not None:
+            raise unknown
+        violated = check_pick_place(things, obj, target, held=held, reach=self)
+        if violated is not None:
+            raise violated.rejected()
         pick_hover, pick_travel = self._hover_and_travel(obj)
         place_hover, place_travel = self._hover_and_travel(target, place=True)
         return _Plan(obj, target, pick_hover, pick_travel, place_hover, place_travel)
@@ -326,7 +366,7 @@ class ArmSkillBackend:
     def _pick_place(self, obj: str, target: str, feedback: FeedbackFn, cancel: threading.Event) -> str:
         c = self._cfg
         try:
-            plan = self._plan(obj, target)
+            plan = self._plan(obj, target, self._held_now())
         except SkillRejected as e:
             raise _Step(e.error, e.message, e.failed_precondition) from e
         except MotionRefused as e:
@@ -351,6 +391,7 @@ class ArmSkillBackend:
                         f"no contact with the {obj} within {plan.pick_travel * 100:.0f} cm of descent")
         run("switching suction on", lambda: self._arm.set_suction(True))
         held = True
+        self._held_name = obj
         self._pause(c.grip_delay_s, cancel, obj)
         run(f"lifting the {obj}", lambda: self._arm.move_linear(plan.pick_hover, c.speed, c.acceleration))
         if c.check_grasp and not self._arm.holding():
@@ -367,6 +408,7 @@ class ArmSkillBackend:
                               obj, target, c.contact_margin * 100)
         run("switching suction off", lambda: self._arm.set_suction(False))
         held = False
+        self._held_name = None
         self._pause(c.release_delay_s, cancel, "")
         feedback(SkillState.RETREATING, "lifting to hover height")
         run("lifting after the release", lambda: self._arm.move_linear(plan.place_hover, c.speed, c.acceleration))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from monologue_common.core.settings import ParamReader
 from monologue_domain.scene_spec import SceneSpec, make_spec
+from monologue_domain.statler_domains import SCENES, DomainSettings, DomainTruth, domain_spec
 
 from .camera import CAMERAS
 from .world import WorldConfig
@@ -33,6 +34,7 @@ class SimSettings:
     joint_state_rate: float  # Hz
     num_blocks: int  # configured random block count (sim/reset without counts uses it)
     num_bowls: int  # configured random bowl count
+    domain: DomainSettings = DomainSettings()  # Statler's domain (`sim.scene`; "tabletop" = none)
     unused: tuple[str, ...] = ()  # parameters set but never read (typos; the node warns)
 
     def world_config(self) -> WorldConfig:
@@ -67,10 +69,16 @@ def settings_from_parameters(p: Mapping[str, object]) -> SimSettings:
     js_rate = r.number("joint_state_rate", 0.0, 500.0, low_open=True)
     blocks, bowls, heavy = r.strings("sim.block_colors"), r.strings("sim.bowl_colors"), r.strings("sim.heavy_blocks")
     matching = r.boolean("sim.matching_bowls")
+    domain = DomainSettings(
+        scene=r.string("sim.scene", choices=SCENES), cup_colors=r.strings("sim.cup_colors"),
+        covered_blocks=r.strings("sim.covered_blocks"), dirty_blocks=r.strings("sim.dirty_blocks"),
+        block_weights=r.numbers("sim.block_weights"))
     spec: SceneSpec | None = None
     if not r.errors:
         try:
-            spec = make_spec(seed, num_blocks, num_bowls, matching, blocks, bowls, heavy)
+            spec = domain_spec(domain, make_spec(seed, num_blocks, num_bowls, matching, blocks, bowls, heavy))
+            spec.validate()
+            DomainTruth.create(domain, spec, seed)  # checks dirty blocks and weights against the scene
         except ValueError as e:
             r.check(False, f"scene: {e}")
     r.finish()
@@ -79,6 +87,6 @@ def settings_from_parameters(p: Mapping[str, object]) -> SimSettings:
         seed=seed, spec=spec, place_noise_std=place_noise_std, pixel_noise_std=pixel_noise_std,
         camera_mode=mode, image_width=width, image_height=height, camera_rate=camera_rate, fovy_deg=fovy,
         real_time_factor=rtf, timestep=timestep, contact_force=contact_force, protective_stop_force=protective,
-        ground_truth_rate=gt_rate, joint_state_rate=js_rate, num_blocks=num_blocks, num_bowls=num_bowls,
+        ground_truth_rate=gt_rate, joint_state_rate=js_rate, num_blocks=num_blocks, num_bowls=num_bowls, domain=domain,
         unused=tuple(r.unused(ignore=("use_sim_time", "start_type_description_service", "llm"))),
     )

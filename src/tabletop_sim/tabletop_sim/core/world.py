@@ -26,9 +26,19 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.scene import LOCATION, Scene, SceneObject
 from monologue_domain.scene_spec import SceneLayout
-from monologue_domain.tabletop import BLOCK_SIZE, BOWL_DIAMETER, BOWL_FLOOR, BOWL_HEIGHT, LOCATIONS
+from monologue_domain.statler_domains import world_from_objects
+from monologue_domain.tabletop import (
+    BLOCK_SIZE,
+    BOWL_DIAMETER,
+    BOWL_FLOOR,
+    BOWL_HEIGHT,
+    CUP_DIAMETER,
+    CUP_HEIGHT,
+    LOCATIONS,
+)
 
 from .geometry import Pose, Vec, mat_to_quat, wxyz_to_xyzw, xyzw_to_wxyz
 from .kinematics import HOME_Q
@@ -64,7 +74,7 @@ class ObjectTruth:
     """Ground truth of one object, in base_link. Blocks: pose of the centre; bowls: of the base centre."""
 
     name: str
-    category: str  # "block" or "bowl"
+    category: str  # "block", "bowl" or "cup" (Statler's covers)
     color: str
     position: tuple[float, float, float]  # m
     orientation: tuple[float, float, float, float]  # (x, y, z, w)
@@ -332,15 +342,19 @@ class SimWorld:
             return self._grip.obj.name if self._grip is not None else None
 
     def _touching(self, heavy: bool | None = None) -> ObjectIndex | None:
-        """The block whose surface the TCP touches (within SUCTION_RANGE), if any."""
+        """The block (or cup, by its closed top) whose surface the TCP touches (within SUCTION_RANGE)."""
         tcp = self.data.site_xpos[self.index.tcp_site]
         for obj in self.index.objects:
-            if obj.category != "block" or (heavy is not None and (obj.mass > SUCTION_PAYLOAD) != heavy):
+            if obj.category not in ("block", "cup") or (
+                    heavy is not None and (obj.mass > SUCTION_PAYLOAD) != heavy):
                 continue
             pos = self.data.xpos[obj.body]
             rot = self.data.xmat[obj.body].reshape(3, 3)
             local = rot.T @ (tcp - pos)
-            dist = _box_sdf(local, BLOCK_SIZE / 2)
+            if obj.category == "cup":
+                dist = _cylinder_sdf(local - np.array([0.0, 0.0, CUP_HEIGHT / 2]), CUP_DIAMETER / 2, CUP_HEIGHT / 2)
+            else:
+                dist = _box_sdf(local, BLOCK_SIZE / 2)
             if SUCTION_RANGE[0] <= dist <= SUCTION_RANGE[1]:
                 return obj
         return None
@@ -406,15 +420,31 @@ class SimWorld:
 
     def ground_truth(self, stamp_s: float, frame: str = "base_link") -> Scene:
         """The ground-truth scene (source "ground_truth"): every object, then every named location
-        (on the table, z = 0), and the held object; `stamp_s` is the observation time (s)."""
+        (on the table, z = 0), and the held object; `stamp_s` is the observation time (s). A block under
+        a cup (Statler's covers) is left out: this is what an oracle perceives."""
         objects = self.objects()
+        hidden = self.covered(objects)
         scene_objects = [
             SceneObject(name=o.name, category=o.category, position=o.position, size=o.size,
                         segmentation_id=o.segmentation_id, color=o.color, orientation=o.orientation, heavy=o.heavy)
-            for o in objects
+            for o in objects if o.name not in hidden
         ] + [SceneObject(name=n, category=LOCATION, position=(x, y, 0.0)) for n, (x, y) in LOCATIONS.items()]
         return Scene(frame=frame, stamp_s=stamp_s, source="ground_truth", objects=tuple(scene_objects),
                      held_objects=tuple(o.name for o in objects if o.held))
+
+    def covered(self, objects: list[ObjectTruth] | None = None) -> dict[str, str]:
+        """Blocks under a cup and the cup over each (kinematic_world's rule on the physical poses)."""
+        objects = self.objects() if objects is None else objects
+        if not any(o.category == "cup" for o in objects):
+            return {}
+        return self.kinematic_view(objects).covered()
+
+    def kinematic_view(self, objects: list[ObjectTruth] | None = None) -> TabletopWorld:
+        """The objects' current poses as a kinematic world (Statler's truth settles on it)."""
+        objects = self.objects() if objects is None else objects
+        return world_from_objects(
+            SceneObject(name=o.name, category=o.category, position=o.position, color=o.color,
+                        segmentation_id=o.segmentation_id, heavy=o.heavy) for o in objects)
 
     # ----- disturbances --------------------------------------------------------------------------
     def knock_tower(self, speed: float = 0.8) -> list[str]:
@@ -508,3 +538,8 @@ def _box_sdf(p: Vec, half: float) -> float:
     inside = min(float(np.max(q)), 0.0)
     return outside + inside
 
+
+def _cylinder_sdf(p: Vec, radius: float, half_height: float) -> float:
+    """Signed distance (m) from point p to a solid z-axis cylinder centred at the origin."""
+    d = np.array([math.hypot(float(p[0]), float(p[1])) - radius, abs(float(p[2])) - half_height])
+    return min(float(np.max(d)), 0.0) + float(np.linalg.norm(np.maximum(d, 0.0)))

@@ -69,15 +69,16 @@ def admissible_options(skills: SkillsPort) -> list[SkillOption]:
 
 def make_embedder(settings: CapeSettings, llm: object) -> Embedder:
     """The embedder `cape.embedder` names: the planner LLM's own (through its cassette, if any) or
-    a local Sentence-BERT directory (loaded once per process)."""
-    from monologue_llm.embeddings import BackendEmbedder, SentenceBertEmbedder
+    a Sentence-BERT directory ("" = the packaged all-MiniLM-L6-v2), loaded once per process."""
+    from monologue_llm.embeddings import BackendEmbedder, SentenceBertEmbedder, packaged_sentence_bert_dir
 
     if settings.embedder == "llm":
         return BackendEmbedder(llm)
     key = (settings.embedder, settings.sentence_bert_path)
     with _EMBEDDERS_LOCK:
         if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = SentenceBertEmbedder(settings.sentence_bert_path)
+            path = settings.sentence_bert_path.strip() or packaged_sentence_bert_dir()
+            _EMBEDDERS[key] = SentenceBertEmbedder(path)
         return _EMBEDDERS[key]
 
 
@@ -175,7 +176,9 @@ class _Run:
         """ERROR event of a failed attempt; returns the message at the configured specificity."""
         info = error_info(g.action, result.error_name, result.message, result.failed_precondition)
         message = info.message(self.s.specificity)
-        precondition = result.error_name == "PRECONDITION_FAILED"
+        # a refusal with a proposition moved nothing, whatever its code (the tabletop's not_reachable
+        # is OUT_OF_LIMITS: monologue_domain.tabletop_preconditions)
+        precondition = result.error_name == "PRECONDITION_FAILED" or bool(info.proposition)
         self.ep.transcript.append(
             EventKind.ERROR,
             f"{'Precondition error' if precondition else 'Skill error ' + result.error_name} at step {step}: "

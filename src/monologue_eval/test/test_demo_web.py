@@ -1,0 +1,17 @@
+"""monologue-demo's web monitor address: the configured port, or a free one when that is taken."""
+from __future__ import annotations
+
+import socket
+
+from monologue_eval.demo import DEFAULTS, OWN_GRAPH_ONLY, _web_address
+
+
+def test_demo_starts_the_web_monitor_on_the_configured_or_a_free_port() -> None:
+    assert DEFAULTS["web"] == "true" and "web" in OWN_GRAPH_ONLY
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        host, got = _web_address("sim_kinematic", "embedded", {"port": str(port)})
+        assert host == "127.0.0.1" and got not in (port, 0)
+    assert _web_address("sim_kinematic", "embedded", {"port": str(port)}) == ("127.0.0.1", port)

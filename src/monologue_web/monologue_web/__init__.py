@@ -1,0 +1,1 @@
+"""monologue_web: the live web monitor and console of the monologue."""

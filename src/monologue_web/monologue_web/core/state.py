@@ -1,0 +1,156 @@
+"""The monitor's state model: what the page shows, fed by the ROS adapter (no rclpy).
+
+Every update bumps `version`; web clients wait for a newer version (`wait_change`) and are sent the
+whole `snapshot()` (a JSON-ready dict: a transcript is at most `max_events` short lines).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Kinds that end the skill shown as current.
+_SKILL_ENDS = frozenset({"SUCCESS", "EPISODE_END", "ERROR"})
+
+
+@dataclass(frozen=True)
+class EventView:
+    """One transcript event as the page renders it (`kind` is the EventKind name, e.g. ROBOT_ACTION)."""
+
+    episode_id: str
+    index: int
+    kind: str
+    text: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    stamp: float = 0.0  # s since the epoch
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One candidate of a step's score table; probabilities and affordances in [0, 1]."""
+
+    candidate: str
+    llm: float
+    affordance: float
+    combined: float
+    chosen: bool = False
+
+
+class MonitorState:
+    """Thread-safe state of the live monitor: transcript, step scores, robot status, current skill,
+    the robot's open question and the last goal sent from the page."""
+
+    def __init__(self, max_events: int = 500, clock: Callable[[], float] = time.time) -> None:
+        self._max_events = max(1, max_events)
+        self._clock = clock
+        self._cond = threading.Condition()
+        self.version = 0
+        self._episode = ""
+        self._events: list[EventView] = []
+        self._scores: dict[str, Any] = {}
+        self._status: dict[str, Any] = {}
+        self._skill: dict[str, Any] = {}
+        self._question: dict[str, Any] = {}
+        self._goal: dict[str, Any] = {"state": "idle", "message": ""}
+        self.viewers = 0  # pages connected now (the robot's questions are only taken while one is open)
+
+    # ---- updates ---------------------------------------------------------------------------------
+    def _bump(self) -> None:
+        self.version += 1
+        self._cond.notify_all()
+
+    def on_event(self, event: EventView) -> None:
+        """A transcript event; a new episode id starts a new transcript (events already seen are ignored)."""
+        with self._cond:
+            if event.episode_id != self._episode:
+                self._episode = event.episode_id
+                self._events = []
+                self._scores = {}
+                self._skill = {}
+            if any(e.index == event.index for e in self._events):
+                return
+            self._events.append(event)
+            self._events.sort(key=lambda e: e.index)
+            del self._events[:-self._max_events]
+            if event.kind == "ROBOT_ACTION":
+                skill = str(event.data.get("skill", "")) or event.text
+                args = [str(a) for a in event.data.get("args", []) or []]
+                self._skill = {"skill": skill, "args": args, "text": event.text, "state": "started"}
+            elif event.kind in _SKILL_ENDS:
+                self._skill = {}
+            self._bump()
+
+    def on_scores(self, episode_id: str, step: int, rows: Sequence[ScoreRow], chosen: str) -> None:
+        """The score table of one planning step (rows in scoring order, `chosen` marked)."""
+        with self._cond:
+            marked = [ScoreRow(r.candidate, r.llm, r.affordance, r.combined, r.candidate == chosen) for r in rows]
+            self._scores = {"episode_id": episode_id, "step": step, "chosen": chosen,
+                            "rows": [asdict(r) for r in marked]}
+            self._bump()
+
+    def on_status(self, status: Mapping[str, Any]) -> None:
+        """The robot's status (RobotStatus fields: ok, estop_latched, estop_reason, fault, ...)."""
+        with self._cond:
+            new = dict(status)
+            new["received"] = self._clock()
+            if {k: v for k, v in new.items() if k != "received"} == \
+                    {k: v for k, v in self._status.items() if k != "received"}:
+                return
+            self._status = new
+            self._bump()
+
+    def on_skill_state(self, state: str) -> None:
+        """Progress text of the running skill (ExecuteSkill feedback)."""
+        with self._cond:
+            if self._skill:
+                self._skill = {**self._skill, "state": state}
+                self._bump()
+
+    def on_question(self, question_id: str, question: str, timeout_s: float) -> None:
+        """The robot asks a person (AskHuman); `timeout_s` s to answer."""
+        with self._cond:
+            self._question = {"id": question_id, "question": question, "timeout_s": timeout_s,
+                              "asked": self._clock()}
+            self._bump()
+
+    def clear_question(self, question_id: str) -> None:
+        with self._cond:
+            if self._question.get("id") == question_id:
+                self._question = {}
+                self._bump()
+
+    def on_goal(self, state: str, message: str = "") -> None:
+        """The goal sent from the page: state is idle | sending | running | succeeded | failed | canceled."""
+        with self._cond:
+            self._goal = {"state": state, "message": message}
+            self._bump()
+
+    def viewer_joined(self) -> None:
+        with self._cond:
+            self.viewers += 1
+
+    def viewer_left(self) -> None:
+        with self._cond:
+            self.viewers = max(0, self.viewers - 1)
+
+    # ---- reading ---------------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        with self._cond:
+            return {
+                "version": self.version,
+                "episode_id": self._episode,
+                "events": [asdict(e) | {"data": dict(e.data)} for e in self._events],
+                "scores": dict(self._scores),
+                "status": dict(self._status),
+                "skill": dict(self._skill),
+                "question": dict(self._question),
+                "goal": dict(self._goal),
+            }
+
+    def wait_change(self, version: int, timeout_s: float) -> int:
+        """Block until `version` is outdated or `timeout_s` s pass; the current version."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.version != version, timeout=timeout_s)
+            return self.version

@@ -1,0 +1,211 @@
+"""monologue_web: the live web monitor and console (rclpy adapter; the page and the state are in core).
+
+Subscribes to the transcript, the step scores, robot/status and the skills' action feedback, and
+serves the page with uvicorn in a thread. Control from the page: the `execute_instruction` action,
+interjections on `human/input`, answers to the `ask_human` action it serves, `true` on `estop` and
+the `estop_reset` service.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import socket
+import threading
+import uuid
+from typing import Any
+
+import uvicorn
+from rclpy.action.client import ActionClient, ClientGoalHandle
+from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool
+
+from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
+from monologue_common.qos import LATCHED, TRANSCRIPT
+from monologue_common.runtime import WaitTimeout, run_node, wait_future
+from monologue_interfaces.action import AskHuman, ExecuteInstruction, ExecuteSkill
+from monologue_interfaces.msg import HumanInput, RobotStatus, StepScores, TranscriptEvent
+from monologue_interfaces.srv import ResetEstop
+
+from .core.access import Access
+from .core.app import ControlError, create_app
+from .core.settings import WebSettings, settings_from_parameters
+from .core.state import EventView, MonitorState, ScoreRow
+
+_KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptEvent) if n.startswith("KIND_")}
+_STATUS_FIELDS = ("backend", "ok", "connected", "estop_latched", "estop_reason", "protective_stop",
+                  "emergency_stop", "robot_mode_name", "safety_mode_name", "fault", "holding")
+
+
+class WebNode(Node):
+    def __init__(self) -> None:
+        super().__init__("web", **NODE_OPTIONS)
+        self.settings: WebSettings = settings_from_parameters(parameter_values(self))
+        warn_unused(self, list(self.settings.unused))
+        s = self.settings
+        self.log = logging.getLogger("web")
+        self.state = MonitorState(s.max_events)
+        subs = MutuallyExclusiveCallbackGroup()
+        calls = ReentrantCallbackGroup()
+        self.create_subscription(TranscriptEvent, "monologue/transcript", self._on_event, TRANSCRIPT,
+                                 callback_group=subs)
+        self.create_subscription(StepScores, "monologue/step_scores", self._on_scores, 10, callback_group=subs)
+        self.create_subscription(RobotStatus, "robot/status", self._on_status, LATCHED, callback_group=subs)
+        self.create_subscription(ExecuteSkill.Impl.FeedbackMessage, "execute_skill/_action/feedback",
+                                 self._on_feedback, 10, callback_group=subs)
+        self._human = self.create_publisher(HumanInput, "human/input", 10)
+        self._estop = self.create_publisher(Bool, "estop", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self._reset = self.create_client(ResetEstop, "estop_reset", callback_group=calls)
+        self._instruct = ActionClient(self, ExecuteInstruction, "execute_instruction", callback_group=calls)
+        self._goal: ClientGoalHandle | None = None
+        self._goal_lock = threading.Lock()
+        self._answers: dict[str, queue.Queue[str]] = {}
+        self._answers_lock = threading.Lock()
+        if s.serve_ask_human:
+            # only while a page is open: with nobody watching, the planner goes on as if nobody served it
+            ActionServer(self, AskHuman, "ask_human", execute_callback=self._ask, callback_group=calls,
+                         goal_callback=lambda _g: GoalResponse.ACCEPT if self.state.viewers else GoalResponse.REJECT,
+                         cancel_callback=lambda _g: CancelResponse.ACCEPT)
+        access = Access(s, os.environ)
+        app = create_app(self.state, self, access, s.transcript_dir, self.log)
+        family = socket.AF_INET6 if ":" in s.host else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((s.host, s.port))
+        self.port = int(self._sock.getsockname()[1])
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+        self._thread.start()
+        mode = "read-only" if s.read_only else ("control needs $" + s.token_env if access.needs_token else "control on")
+        self.log.info("web monitor at %s (%s)", s.url(self.port), mode)
+
+    def destroy_node(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5.0)
+        self._sock.close()
+        super().destroy_node()  # type: ignore[no-untyped-call]
+
+    # ---- ROS -> state ------------------------------------------------------------------------------
+    def _on_event(self, msg: TranscriptEvent) -> None:
+        try:
+            data = json.loads(msg.data_json or "{}")
+        except json.JSONDecodeError:
+            data = {}
+        stamp = msg.stamp.sec + msg.stamp.nanosec * 1e-9
+        self.state.on_event(EventView(msg.episode_id, int(msg.index), _KINDS.get(msg.kind, str(msg.kind)), msg.text,
+                                      data if isinstance(data, dict) else {}, stamp))
+
+    def _on_scores(self, msg: StepScores) -> None:
+        rows = [ScoreRow(r.candidate, float(r.llm_score), float(r.affordance), float(r.combined)) for r in msg.scores]
+        self.state.on_scores(msg.episode_id, int(msg.step), rows, msg.chosen)
+
+    def _on_status(self, msg: RobotStatus) -> None:
+        self.state.on_status({f: getattr(msg, f) for f in _STATUS_FIELDS})
+
+    def _on_feedback(self, msg: ExecuteSkill.Impl.FeedbackMessage) -> None:
+        self.state.on_skill_state(str(msg.feedback.state_text))
+
+    def _ask(self, goal: ServerGoalHandle) -> AskHuman.Result:
+        req: AskHuman.Goal = goal.request
+        qid = uuid.uuid4().hex[:8]
+        answers: queue.Queue[str] = queue.Queue(maxsize=1)
+        with self._answers_lock:
+            self._answers = {qid: answers}  # the newest question is the one the page answers
+        timeout = float(req.timeout) or self.settings.answer_timeout_s
+        self.state.on_question(qid, req.question, timeout)
+        try:
+            text = answers.get(timeout=timeout)
+            goal.succeed()
+            return AskHuman.Result(answered=True, answer=text)
+        except queue.Empty:
+            goal.succeed()
+            return AskHuman.Result(answered=False, answer="")
+        finally:
+            with self._answers_lock:
+                self._answers.pop(qid, None)
+            self.state.clear_question(qid)
+
+    # ---- Controls (called from the web server's threads) -------------------------------------------
+    def send_instruction(self, text: str, strategy: str) -> str:
+        with self._goal_lock:
+            if self._goal is not None:
+                raise ControlError("an episode sent from this page is still running; cancel it first")
+            if not self._instruct.wait_for_server(timeout_sec=self.settings.ros_timeout_s):
+                raise ControlError("the planner's execute_instruction action is not available")
+            self.state.on_goal("sending", text)
+            goal = ExecuteInstruction.Goal(instruction=text, strategy=strategy)
+            try:
+                handle = wait_future(self._instruct.send_goal_async(goal), self.settings.ros_timeout_s, "goal")
+            except (WaitTimeout, RuntimeError) as e:
+                self.state.on_goal("failed", str(e))
+                raise ControlError(str(e)) from e
+            if handle is None or not handle.accepted:
+                self.state.on_goal("failed", "the planner rejected the instruction")
+                raise ControlError("the planner rejected the instruction (is an episode running?)")
+            self._goal = handle
+        self.state.on_goal("running", text)
+        handle.get_result_async().add_done_callback(self._on_result)
+        return f"sent: {text}"
+
+    def _on_result(self, future: Any) -> None:
+        with self._goal_lock:
+            self._goal = None
+        try:
+            res = future.result().result
+        except Exception as e:  # the planner went away
+            self.state.on_goal("failed", str(e))
+            return
+        state = "succeeded" if res.success else ("canceled" if res.error_code == res.CANCELED else "failed")
+        self.state.on_goal(state, f"{res.reason} ({res.steps_taken} skills)")
+
+    def cancel(self) -> str:
+        with self._goal_lock:
+            handle = self._goal
+        if handle is None:
+            self.interject("stop")
+            return "no goal from this page; asked the running episode to stop"
+        try:
+            wait_future(handle.cancel_goal_async(), self.settings.ros_timeout_s, "cancel")
+        except (WaitTimeout, RuntimeError) as e:
+            raise ControlError(f"cancel failed: {e}") from e
+        return "cancel requested"
+
+    def interject(self, text: str) -> str:
+        msg = HumanInput(kind=HumanInput.KIND_INTERJECTION, text=text)
+        msg.stamp = self.get_clock().now().to_msg()
+        self._human.publish(msg)
+        return f"interjection sent: {text}"
+
+    def answer(self, text: str) -> str:
+        with self._answers_lock:
+            pending = list(self._answers.values())
+        if not pending:
+            raise ControlError("the robot has no open question")
+        try:
+            pending[-1].put_nowait(text)
+        except queue.Full as e:
+            raise ControlError("the question was already answered") from e
+        return f"answered: {text}"
+
+    def estop(self) -> str:
+        self._estop.publish(Bool(data=True))
+        return "e-stop sent on estop"
+
+    def estop_reset(self) -> str:
+        if not self._reset.wait_for_service(timeout_sec=self.settings.ros_timeout_s):
+            raise ControlError("the estop_reset service is not available")
+        try:
+            res = wait_future(self._reset.call_async(ResetEstop.Request()), self.settings.ros_timeout_s, "estop_reset")
+        except (WaitTimeout, RuntimeError) as e:
+            raise ControlError(f"estop_reset failed: {e}") from e
+        if res is None or not res.success:
+            raise ControlError(f"estop_reset refused: {getattr(res, 'message', '')}")
+        return str(res.message)
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(WebNode, threads=4, args=args)

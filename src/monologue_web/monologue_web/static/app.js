@@ -1,0 +1,174 @@
+// The live monitor's page: renders the snapshots pushed on /ws and calls the control endpoints.
+// Plain JS, no build step, nothing loaded from elsewhere.
+"use strict";
+const $ = (id) => document.getElementById(id);
+let config = { read_only: false, needs_token: false };
+
+function say(text, error) {
+  $("message").textContent = text;
+  $("message").className = error ? "error" : "";
+}
+
+async function control(path, body) {
+  const headers = { "Content-Type": "application/json" };
+  const token = $("token").value;
+  if (token) headers["X-Monologue-Token"] = token;
+  try {
+    const r = await fetch(path, { method: "POST", headers, body: JSON.stringify(body || {}) });
+    const j = await r.json().catch(() => ({}));
+    if (!r.ok) { say(`refused (${r.status}): ${j.detail || r.statusText}`, true); return false; }
+    say(j.message || "ok", false);
+    return true;
+  } catch (e) { say(`request failed: ${e}`, true); return false; }
+}
+
+function eventItem(e) {
+  const li = document.createElement("li");
+  li.className = `k-${e.kind}`;
+  if (e.kind === "SUCCESS" && e.data && e.data.success === false) li.classList.add("false");
+  li.dataset.kind = e.kind;
+  li.dataset.index = e.index;
+  li.textContent = e.text;
+  li.title = e.kind;
+  return li;
+}
+
+function renderTranscript(s) {
+  const ol = $("transcript");
+  const first = s.events.length ? s.events[0].index : 0;
+  if (ol.dataset.episode !== s.episode_id || ol.children.length > s.events.length
+      || (ol.firstChild && Number(ol.firstChild.dataset.index) !== first)) {
+    ol.replaceChildren(); ol.dataset.episode = s.episode_id;
+  }
+  for (const e of s.events.slice(ol.children.length)) ol.appendChild(eventItem(e));
+  $("episode").textContent = s.episode_id ? `episode ${s.episode_id}` : "waiting for an episode";
+  if (ol.lastChild) ol.lastChild.scrollIntoView({ block: "nearest" });
+}
+
+function renderScores(sc) {
+  const box = $("scores");
+  box.replaceChildren();
+  $("step").textContent = sc.step ? `step ${sc.step}` : "";
+  for (const r of sc.rows || []) {
+    const row = document.createElement("div");
+    row.className = "row" + (r.chosen ? " chosen" : "");
+    row.dataset.candidate = r.candidate;
+    const label = document.createElement("span");
+    label.className = "label";
+    label.textContent = (r.chosen ? "★ " : "") + r.candidate;
+    label.title = `${r.candidate}\nLLM ${r.llm.toFixed(3)} × affordance ${r.affordance.toFixed(2)} = ${r.combined.toFixed(3)}`;
+    const bars = document.createElement("span");
+    bars.className = "bars";
+    const maxComb = Math.max(...sc.rows.map((x) => x.combined), 1e-9);
+    for (const [cls, v] of [["llm", r.llm], ["aff", r.affordance], ["comb", r.combined / maxComb]]) {
+      const b = document.createElement("span");
+      b.className = `bar ${cls}`;
+      b.style.width = `${Math.max(0, Math.min(1, v)) * 100}%`;
+      bars.appendChild(b);
+    }
+    row.append(label, bars);
+    box.appendChild(row);
+  }
+}
+
+function renderStatus(st) {
+  const el = $("status");
+  if (!st || st.ok === undefined) { el.textContent = "robot: no status"; el.className = "badge unknown"; return; }
+  let text = `robot ${st.backend || ""}: ${st.ok ? "ok" : "not ok"}`;
+  if (st.estop_latched) text += ` — E-STOP LATCHED (${st.estop_reason || "estop"})`;
+  else if (st.fault) text += ` — ${st.fault}`;
+  el.textContent = text;
+  el.className = "badge " + (st.estop_latched ? "latched" : st.ok ? "ok" : "fault");
+  el.dataset.estopLatched = st.estop_latched ? "true" : "false";
+  $("estop").classList.toggle("latched", !!st.estop_latched);
+}
+
+let historyFor = "";
+
+function render(s) {
+  renderTranscript(s);
+  const last = s.events.length ? s.events[s.events.length - 1] : null;
+  if (last && last.kind === "EPISODE_END" && historyFor !== s.episode_id) {  // the file has its end record now
+    historyFor = s.episode_id;
+    setTimeout(loadHistory, 500);
+  }
+  renderScores(s.scores || {});
+  renderStatus(s.status);
+  const sk = s.skill || {};
+  $("skill").textContent = sk.skill ? `${sk.skill}(${(sk.args || []).join(", ")}): ${sk.state || ""}` : "none";
+  $("skill").className = "skill" + (sk.skill ? "" : " none");
+  const g = s.goal || { state: "idle" };
+  $("goal").textContent = g.state + (g.message ? `: ${g.message}` : "");
+  $("goal").className = `badge ${g.state}`;
+  const q = s.question || {};
+  $("question-box").hidden = !q.question;
+  $("question").textContent = q.question || "";
+}
+
+function connect() {
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
+  ws.onopen = () => { $("conn").textContent = "live"; $("conn").className = "badge on"; };
+  ws.onmessage = (m) => { const s = JSON.parse(m.data); if (s.events) render(s); };
+  ws.onclose = () => {
+    $("conn").textContent = "disconnected, retrying"; $("conn").className = "badge off";
+    setTimeout(connect, 1000);
+  };
+}
+
+async function loadHistory() {
+  const r = await fetch("/api/history");
+  const rows = r.ok ? await r.json() : [];
+  const tb = $("history").tBodies[0];
+  tb.replaceChildren();
+  for (const h of rows) {
+    const tr = document.createElement("tr");
+    const outcome = !h.ended ? "interrupted" : h.success ? "success" : `failure ${h.reason}`;
+    for (const t of [h.episode_id, h.instruction, String(h.events), outcome]) {
+      const td = document.createElement("td"); td.textContent = t; tr.appendChild(td);
+    }
+    const td = document.createElement("td");
+    const view = document.createElement("button"); view.className = "small"; view.textContent = "view";
+    view.onclick = () => showEpisode(h.name);
+    const dl = document.createElement("a"); dl.textContent = "download";
+    dl.href = `/api/history/${encodeURIComponent(h.name)}/download`; dl.download = h.name;
+    td.append(view, " ", dl); tr.appendChild(td); tb.appendChild(tr);
+  }
+}
+
+async function showEpisode(name) {
+  const r = await fetch(`/api/history/${encodeURIComponent(name)}`);
+  if (!r.ok) { say(`cannot read ${name}`, true); return; }
+  const ep = await r.json();
+  $("viewer").hidden = false;
+  $("viewer-title").textContent = name;
+  $("viewer-events").replaceChildren(...ep.events.map(eventItem));
+}
+
+async function init() {
+  try { config = await (await fetch("/api/config")).json(); } catch (e) { /* keep defaults */ }
+  $("readonly").hidden = !config.read_only;
+  $("token-row").hidden = !config.needs_token;
+  for (const id of ["send", "cancel", "interject", "estop-reset", "send-answer"]) $(id).disabled = config.read_only;
+  $("instruction-form").onsubmit = async (ev) => {
+    ev.preventDefault();
+    const text = $("instruction").value.trim();
+    if (!text) { say("type an instruction first", true); return; }
+    if (await control("/api/instruction", { text, strategy: $("strategy").value })) $("instruction").value = "";
+  };
+  $("cancel").onclick = () => control("/api/cancel");
+  $("interject-form").onsubmit = async (ev) => {
+    ev.preventDefault();
+    const text = $("interjection").value.trim();
+    if (text && await control("/api/interject", { text })) $("interjection").value = "";
+  };
+  $("send-answer").onclick = async () => {
+    const text = $("answer").value.trim();
+    if (text && await control("/api/answer", { text })) $("answer").value = "";
+  };
+  $("estop").onclick = () => control("/api/estop");
+  $("estop-reset").onclick = () => control("/api/estop_reset");
+  $("refresh-history").onclick = loadHistory;
+  connect();
+  loadHistory();
+}
+init();
