@@ -532,9 +532,10 @@ def test_precondition_error_and_correction_with_the_embedded_model(llama_backend
     world = KitchenWorld(make_state(placements))
     ports = KitchenPorts(world)
     base = settings_from_parameters(yaml_params()).strategy_settings["cape"]
-    assert isinstance(base, CapeSettings) and base.embedder == "llm"
+    assert isinstance(base, CapeSettings)
     # every proposal passes: the test is about the error -> corrective prompt -> correction path
-    s = replace(base, method=method, threshold_weighted=-100.0, threshold_geometric=0.0, max_corrections=1)
+    s = replace(base, method=method, embedder="llm", threshold_weighted=-100.0, threshold_geometric=0.0,
+                max_corrections=1)
     t = Transcript("cape-real")
     ep = EpisodeContext(llama_backend, Ports(ports, ports, ports), load_profile(PROMPTS, "saycan"), t,
                         "Pick up the apple", episode_defaults(CONFIG, max_steps=4), logging.getLogger("cape-real"))
