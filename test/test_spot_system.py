@@ -115,7 +115,7 @@ class Probe:
 
         assert self.skill.wait_for_server(timeout_sec=30.0)
         handle_future = self.skill.send_goal_async(ExecuteSkill.Goal(skill=skill, args=list(args)))
-        self.wait_for("goal acceptance", handle_future.done)
+        self.wait_for("goal acceptance", handle_future.done, 60.0)
         handle = handle_future.result()
         assert handle.accepted
         result_future = handle.get_result_async()
