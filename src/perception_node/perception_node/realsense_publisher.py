@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -63,13 +64,15 @@ class RealsensePublisher(Node):
             cfg.enable_stream(rs.stream.color, w, h, rs.format.rgb8, fps)
             cfg.enable_stream(rs.stream.depth, w, h, rs.format.z16, fps)
         self._cfg, self._bag = cfg, bag
-        self._pipeline = rs.pipeline()
-        self._start()
-        self._align = rs.align(rs.stream.color)
         prefix = p.namespace_prefix.rstrip("/")
         self._pub_color = self.create_publisher(Image, f"{prefix}/color/image_raw", 5)
         self._pub_depth = self.create_publisher(Image, f"{prefix}/aligned_depth_to_color/image_raw", 5)
         self._pub_info = self.create_publisher(CameraInfo, f"{prefix}/color/camera_info", 5)
+        if bag and p.bag_wait_for_subscribers > 0:
+            self._wait_for_subscribers(p.bag_wait_for_subscribers)
+        self._pipeline = rs.pipeline()
+        self._start()
+        self._align = rs.align(rs.stream.color)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -79,6 +82,18 @@ class RealsensePublisher(Node):
         """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
         cover inherited methods called on a subclass)."""
         return cast(RcutilsLogger, Node.get_logger(self))
+
+    def _wait_for_subscribers(self, timeout: float) -> None:
+        """Playback starts with pipeline.start(): hold it until every topic has a subscriber (discovery
+        takes a moment, and a bag played once to nobody is lost), or `timeout` s, then play anyway."""
+        pubs = (self._pub_color, self._pub_depth, self._pub_info)
+        deadline = time.monotonic() + timeout
+        while any(pb.get_subscription_count() == 0 for pb in pubs):
+            if time.monotonic() >= deadline:
+                missing = [pb.topic_name for pb in pubs if pb.get_subscription_count() == 0]
+                self.get_logger().warning(f"no subscriber on {', '.join(missing)} after {timeout} s; playing anyway")
+                return
+            time.sleep(0.05)
 
     def _require_device(self) -> str:
         """The connected device's serial (the one `serial` names, in the device's spelling); RuntimeError if

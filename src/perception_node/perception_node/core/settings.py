@@ -119,6 +119,7 @@ class RealsenseSettings:
     frame_id: str
     namespace_prefix: str                       # topics <prefix>/color/image_raw, ...
     wait_timeout: float                         # s for a frame (and between reconnection attempts)
+    bag_wait_for_subscribers: float = 0.0       # s; bag_file only: wait for a subscriber on each topic first
     unused: tuple[str, ...] = ()
 
 
@@ -142,6 +143,7 @@ def realsense_settings_from_parameters(params: Mapping[str, object]) -> Realsens
         frame_id=r.string("frame_id", nonempty=True),
         namespace_prefix=r.string("namespace_prefix"),
         wait_timeout=r.number("wait_timeout", 0.0, low_open=True),
+        bag_wait_for_subscribers=r.number("bag_wait_for_subscribers", 0.0),
     )
     r.finish()
     return replace(s, unused=tuple(r.unused(NOT_MINE)))
