@@ -8,12 +8,13 @@ SHELL := /bin/bash
 ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 ARGS ?=
 
-.PHONY: help setup deps build demo bench test lint fix lock clean distclean
+.PHONY: help setup deps build demo bench test lint fix lock clean distclean reliability
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(ROOT)/Makefile | awk -F':.*## ' '{ printf "  make %-10s %s\n", $$1, $$2 }'
 	@echo "  (make demo ARGS='...' passes arguments to monologue-demo, make bench ARGS='...' to monologue-bench)"
 	@echo "  (make demo ARGS='graph:=running' runs the instruction on a graph already up, e.g. from monologue-up)"
+	@echo "  (make reliability ARGS=--short runs the short versions; ARGS='--only R1,R7 --details' picks figures)"
 
 setup: ## venv + pinned requirements + colcon build (idempotent)
 	bash $(ROOT)/scripts/setup.sh
@@ -29,6 +30,9 @@ demo: setup ## run monologue-demo (ARGS=... passed through)
 
 bench: setup ## IM Table 1 / SC Table 2 / IM Table 3 / CAPE Tables I-II / S Tables I-II through the graph (ARGS="--suite saycan|im_kitchen|cape|statler|statler_cups"; docs/benchmark.md)
 	cd $(ROOT) && . scripts/env.sh && monologue-bench $(ARGS)
+
+reliability: setup ## reliability and security figures R1-R7 + bad input as one table (ARGS=--short: the short runs; docs/reliability.md)
+	cd $(ROOT) && . scripts/env.sh && python -m benchmarks.reliability $(ARGS)
 
 test: setup ## lint, type-check and run all tests
 	bash $(ROOT)/scripts/run_tests.sh $(ARGS)

@@ -1,7 +1,7 @@
 """Bring up the Inner Monologue graph on a full ROS 2 install.
 
     ros2 launch monologue_bringup monologue.launch.py [robot:=sim] [llm:=embedded] [log_level:=info]
-                                                      [record:=<bag dir>] [web:=true]
+                                                      [record:=<bag dir>] [web:=true] [foxglove:=true]
 
 The node list and parameter files come from monologue_bringup.graph and the launch arguments from
 monologue_bringup.up.LAUNCH_ARGUMENTS: the same description and arguments as `monologue-up` on
@@ -48,7 +48,8 @@ def _nodes(context, *args, **kwargs):
     recording = record_params(record, LIVE, **custom) if record else {}
     scene = scene_params(robot, values["scene"], config_dir)  # scene:= (Statler's domains)
     actions = []
-    for spec in graph_for(robot, LIVE, record=bool(record), config_dir=config_dir, web=values["web"] == "true"):
+    for spec in graph_for(robot, LIVE, record=bool(record), config_dir=config_dir, web=values["web"] == "true",
+                          foxglove=values["foxglove"] == "true"):
         node = Node(
             package=spec.package,
             executable=spec.executable,

@@ -111,6 +111,7 @@ if [ "$LINT" = 1 ]; then
     src/success_detector_node/success_detector_node/node.py
     src/monologue_viz/monologue_viz/node.py
     src/monologue_web/monologue_web/node.py
+    src/monologue_web/monologue_web/foxglove_bridge.py
     src/monologue_bag/monologue_bag/player.py
     src/monologue_bag/monologue_bag/recorder.py
     src/monologue_bag/monologue_bag/rostypes.py

@@ -1,29 +1,62 @@
 """System-test fixtures: the real node graph as separate processes on an isolated ROS domain."""
 from __future__ import annotations
 
+import fcntl
 import os
 import random
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
 
+def claim_domain(first: int = 100, last: int = 199) -> tuple[int, IO[bytes]]:
+    """A ROS_DOMAIN_ID in [first, last] that no other test session on this machine holds: each session keeps
+    an exclusive lock on `<tmp>/monologue-ros-domain-<id>.lock` (released when the process ends)."""
+    ids = list(range(first, last + 1))
+    random.Random(os.getpid()).shuffle(ids)
+    for domain in ids:
+        f = open(Path(tempfile.gettempdir()) / f"monologue-ros-domain-{domain}.lock", "ab")  # noqa: SIM115
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        return domain, f
+    raise RuntimeError(f"every ROS_DOMAIN_ID in [{first}, {last}] is held by another test session")
+
+
 @pytest.fixture(scope="session")
 def ros_domain() -> Iterator[int]:
-    """A ROS_DOMAIN_ID of our own, so tests never talk to another graph on the machine."""
-    domain = random.Random(os.getpid()).randrange(100, 200)
+    """A ROS_DOMAIN_ID of our own, so tests never talk to another graph on the machine (not even a
+    concurrent test session's: see claim_domain)."""
+    domain, lock = claim_domain()
     old = os.environ.get("ROS_DOMAIN_ID")
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    yield domain
-    if old is None:
-        os.environ.pop("ROS_DOMAIN_ID", None)
-    else:
-        os.environ["ROS_DOMAIN_ID"] = old
+    try:
+        yield domain
+    finally:
+        lock.close()
+        if old is None:
+            os.environ.pop("ROS_DOMAIN_ID", None)
+        else:
+            os.environ["ROS_DOMAIN_ID"] = old
+
+
+@pytest.fixture()
+def other_ros_domain(ros_domain: int) -> Iterator[int]:
+    """A second claimed ROS_DOMAIN_ID, for a graph that must not see the session's."""
+    domain, lock = claim_domain()
+    try:
+        yield domain
+    finally:
+        lock.close()
 
 
 class GraphLog:

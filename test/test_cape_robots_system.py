@@ -162,7 +162,7 @@ def _spot_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def spot_graph(ros_domain: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, _Log]]:
+def spot_graph(other_ros_domain: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, _Log]]:
     """Spot at the far counter (the coke's); the apple is on the table, out of view. No search locations:
     find or pick up of an object Spot has not seen is refused (not_near, "I do not know where ...").
     On a ROS domain of its own (this process's clients too): apart from the tabletop graph's."""
@@ -175,7 +175,7 @@ def spot_graph(ros_domain: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
                                    "far counter"))
     fake = FakeSpot(username=USER, password=PASSWORD, world=world, time_scale=0.05, image_size=(160, 120),
                     focal_length_px=138.0).start()
-    domain = ros_domain + 50 if ros_domain < 150 else ros_domain - 50
+    domain = other_ros_domain
     monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
     tmp = tmp_path
     log = _Log()

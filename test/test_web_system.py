@@ -6,7 +6,9 @@ scripts/setup.sh installs chromium), against real node graphs over DDS.
   and the finished episode in the history (viewable, downloadable).
 * robot:=ur5e's skills node on the fake RTDE (the kinematic world has no e-stop) with `web` bound to
   0.0.0.0: the page's control is refused without the token; with it, the E-STOP button latches
-  robot/status and the reset clears it.
+  robot/status and the reset clears it; the approval gate's request shows in the page (deny: the skill
+  is refused, approve: the arm moves); a scene description and a camera frame published by the test show
+  as the top view and the camera image; the fixture bag is listed with its statistics.
 
 MONOLOGUE_WEB_SCREENSHOT=<png> saves a screenshot of the episode page (docs/images/monitor.png).
 """
@@ -109,6 +111,13 @@ def test_instruction_from_the_page_runs_an_episode_shown_live(ros_domain: int, b
         assert len(candidates) >= 2 and len(chosen) == 1 and chosen[0] in candidates
         assert any(c.startswith("Robot action: Pick the") for c in candidates)
         assert page.eval_on_selector_all("#scores .row .bar.llm", "b => b.length") == len(candidates)
+        # the step's cost: prompt tokens read and seconds in the LLM
+        page.wait_for_selector("#steps tbody tr[data-step='1']", timeout=30000)
+        cells = page.eval_on_selector_all("#steps tbody tr[data-step='1'] td", "tds => tds.map(t => t.textContent)")
+        assert int(cells[3]) > 50 and float(cells[5]) > 0.0 and int(cells[2]) == len(candidates), cells
+        # the oracle's scene as the top view
+        page.wait_for_function("(JSON.parse(document.querySelector('#topview').dataset.objects || '[]')).length > 0",
+                               timeout=30000)
         shot = os.environ.get("MONOLOGUE_WEB_SCREENSHOT")
         page.wait_for_selector("#transcript li[data-kind=EPISODE_END]", timeout=LLM_WAIT_MS)
         page.wait_for_function("!['running', 'sending'].includes(document.querySelector('#goal').className"
@@ -135,6 +144,73 @@ def test_instruction_from_the_page_runs_an_episode_shown_live(ros_domain: int, b
     assert not crashed, "\n".join(lines[-80:])
 
 
+class _TestNode:
+    """The test's own ROS node: sends skills, publishes a scene description and a camera frame."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.action import ActionClient
+        from rclpy.executors import SingleThreadedExecutor
+        from sensor_msgs.msg import Image
+
+        from monologue_common.qos import LATCHED
+        from monologue_interfaces.action import ExecuteSkill
+        from monologue_interfaces.msg import SceneDescription
+
+        rclpy.init()
+        self.node = rclpy.create_node("web_system_test")
+        self.ex = SingleThreadedExecutor()
+        self.ex.add_node(self.node)
+        self.skills = ActionClient(self.node, ExecuteSkill, "execute_skill")
+        self.scene = self.node.create_publisher(SceneDescription, "scene/description", LATCHED)
+        self.image = self.node.create_publisher(Image, "perception/detections_image", 2)
+
+    def execute_skill(self, skill: str) -> Any:
+        from monologue_interfaces.action import ExecuteSkill
+
+        assert self.skills.wait_for_server(timeout_sec=30.0), "no execute_skill server"
+        future = self.skills.send_goal_async(ExecuteSkill.Goal(skill=skill, args=[]))
+        self.ex.spin_until_future_complete(future, timeout_sec=30.0)
+        assert future.done() and future.result().accepted, "skill goal not accepted"
+        return future.result().get_result_async()
+
+    def wait(self, future: Any, timeout_s: float) -> Any:
+        deadline = time.monotonic() + timeout_s
+        while not future.done() and time.monotonic() < deadline:
+            self.ex.spin_once(timeout_sec=0.1)
+        assert future.done(), f"no skill result within {timeout_s} s"
+        return future.result().result
+
+    def publish_scene_and_image(self) -> None:
+        from sensor_msgs.msg import Image
+
+        from monologue_interfaces.msg import SceneDescription, SceneObject
+
+        msg = SceneDescription(source="test")
+        msg.header.frame_id = "base_link"
+        for name, cat, x, y in (("red block", "block", 0.5, 0.1), ("blue bowl", "bowl", 0.6, -0.2),
+                                ("top left corner", "location", 0.8, 0.3)):
+            o = SceneObject(name=name, category=cat, visible=True, confidence=1.0)
+            o.pose.pose.position.x, o.pose.pose.position.y = x, y
+            o.size.x = o.size.y = o.size.z = 0.04 if cat == "block" else 0.0
+            msg.objects.append(o)
+        self.scene.publish(msg)
+        img = Image(height=48, width=64, encoding="rgb8", step=64 * 3, data=bytes(range(256)) * 36)
+        img.header.frame_id = "camera_color_optical_frame"
+        deadline = time.monotonic() + 15.0
+        while self.image.get_subscription_count() == 0 and time.monotonic() < deadline:
+            self.ex.spin_once(timeout_sec=0.1)
+        for _ in range(3):  # camera_rate announces at most 2 frames a second
+            self.image.publish(img)
+            self.ex.spin_once(timeout_sec=0.6)
+
+    def close(self) -> None:
+        import rclpy
+
+        self.node.destroy_node()
+        rclpy.shutdown()
+
+
 def test_estop_button_latches_and_control_needs_the_token(ros_domain: int, browser: Any, tmp_path: Path) -> None:
     from monologue_bringup.up import Supervisor
 
@@ -147,10 +223,13 @@ def test_estop_button_latches_and_control_needs_the_token(ros_domain: int, brows
     sup = Supervisor("ur5e", "embedded", config_dir=REPO / "config", sink=lines.append, env=env,
                      nodes=["skills", "web"], node_params={
                          "skills": {"ur5e.rtde_factory": "skills_node.testing.fake_rtde:factories_from_env",
-                                    "ur5e.probe": "false", "status_rate": "10.0"},
-                         "web": {"host": "0.0.0.0", "port": str(port), "transcript_dir": str(tmp_path)}})
+                                    "ur5e.probe": "false", "status_rate": "10.0", "approval.mode": "skill",
+                                    "approval.timeout": "60.0"},
+                         "web": {"host": "0.0.0.0", "port": str(port), "transcript_dir": str(tmp_path),
+                                 "bag_dirs": json.dumps([str(REPO / "test" / "fixtures" / "bags")])}})
     sup.start()
     page = browser.new_page()
+    ros = _TestNode()
     try:
         _wait_up(page, f"http://127.0.0.1:{port}/", lines)
         assert page.is_visible("#token-row")
@@ -171,8 +250,39 @@ def test_estop_button_latches_and_control_needs_the_token(ros_domain: int, brows
         page.click("#estop-reset")
         page.wait_for_selector("#status.ok", timeout=15000)
         assert page.text_content("#message") == "e-stop reset"
+
+        # the approval gate (approval.mode skill) asks in the page: deny refuses the skill, approve runs it
+        result = ros.execute_skill("home")
+        page.wait_for_selector("#approval-box:not([hidden])", timeout=30000)
+        assert "home" in page.text_content("#approval")
+        page.click("#deny")
+        res = ros.wait(result, 30.0)
+        assert res.error_code == res.PRECONDITION_FAILED, (res.error_code, res.error_msg)
+        assert "did not approve" in res.error_msg
+        page.wait_for_selector("#approval-box[hidden]", state="attached", timeout=10000)
+        result = ros.execute_skill("home")
+        page.wait_for_selector("#approval-box:not([hidden])", timeout=30000)
+        page.click("#approve")
+        res = ros.wait(result, 60.0)
+        assert res.error_code == res.NONE, (res.error_code, res.error_msg)
+        moves = [json.loads(x)["cmd"] for x in (tmp_path / "commands.jsonl").read_text().splitlines()]
+        assert any(m.startswith("move") for m in moves), moves[-10:]
+
+        # the scene's top view and the camera frame (published here as perception and a camera would)
+        ros.publish_scene_and_image()
+        page.wait_for_function("document.querySelector('#topview').dataset.objects"
+                               " && JSON.parse(document.querySelector('#topview').dataset.objects).includes('red block')",
+                               timeout=15000)
+        page.wait_for_selector("#camera:not([hidden])", timeout=15000)
+        assert page.eval_on_selector("#camera", "i => [i.naturalWidth, i.naturalHeight]") == [64, 48]
+        assert page.get_attribute("#camera", "data-topic") == "perception/detections_image"
+        # the recorded bags with their statistics
+        page.wait_for_selector("#bags tbody tr[data-bag=sim_demo]", timeout=10000)
+        row = page.text_content("#bags tbody tr[data-bag=sim_demo]")
+        assert "2516" in row and "43.4 s" in row and "/monologue/transcript" in row
     finally:
         print("\n".join(lines[-80:]))  # shown when the test fails
+        ros.close()
         page.close()
         codes = sup.stop()
     crashed = {n: c for n, c in codes.items() if c not in (0, -2, -15, 130)}

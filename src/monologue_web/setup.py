@@ -20,7 +20,8 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'monologue_web = monologue_web.node:main'
+            'monologue_web = monologue_web.node:main',
+            'foxglove_bridge = monologue_web.foxglove_bridge:main',
         ],
     },
 )

@@ -24,6 +24,7 @@ from rclpy.node import Node
 from rclpy.serialization import serialize_message
 from rclpy.utilities import try_shutdown
 
+from monologue_common.core.msgdefs import DefinitionError, MessageDefinitions
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import latched
 from monologue_common.runtime import run_node, to_time
@@ -33,7 +34,6 @@ from monologue_interfaces.srv import GetAffordances
 
 from .core.bagio import Bag, BagMessage, QosSpec
 from .core.episode import read_recording
-from .core.msgdefs import DefinitionError, MessageDefinitions
 from .core.recording import TopicSelection
 from .core.replay import RecordedSkills
 from .core.settings import player_settings_from_parameters

@@ -3,7 +3,9 @@
 Like `ros2 bag record`, but installable from PyPI: it discovers the configured topics (names or
 `fnmatch` patterns, hidden action topics included) as they appear, subscribes to each with raw
 (CDR) subscriptions and the QoS its publishers offer, and writes them with their schemas. The bag is
-finished (metadata.yaml written) when the node shuts down (SIGINT/SIGTERM).
+finished (metadata.yaml written) when the node shuts down (SIGINT/SIGTERM); what was recorded is flushed
+into the file every FLUSH_PERIOD_S, so a recorder that is killed (SIGKILL) leaves a bag that
+monologue_bag.core.bagio.Bag reads up to its last flush.
 """
 from __future__ import annotations
 
@@ -28,17 +30,19 @@ from rclpy.subscription import Subscription
 from rclpy.utilities import ok
 from std_msgs.msg import String
 
+from monologue_common.core.msgdefs import DefinitionError, MessageDefinitions
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
 
 from .core.bagio import BagError, BagWriter
 from .core.episode import TRANSCRIPT_TOPIC
-from .core.msgdefs import DefinitionError, MessageDefinitions
 from .core.recording import TopicSelection
 from .core.settings import recorder_settings_from_parameters
 from .rostypes import message_class, offered_qos, qos_profile, share_dir
 
-PROGRESS_TOPIC = "recorder/progress"  # std_msgs/String, latched: {"transcript": {episode_id: events written}}
+PROGRESS_TOPIC = "recorder/progress"  # std_msgs/String, latched: {"transcript": {episode_id: events written},
+# "flushed": {episode_id: events in the file}}
+FLUSH_PERIOD_S = 1.0  # s between flushes of what was recorded into the file (a killed recorder loses at most this)
 
 
 class RecorderNode(Node):
@@ -63,6 +67,8 @@ class RecorderNode(Node):
         self._progress = self.create_publisher(String, PROGRESS_TOPIC, LATCHED)
         self._group = MutuallyExclusiveCallbackGroup()  # one writer thread at a time, in order
         self._timer = self.create_timer(s.discovery_period, self._discover)
+        self._flushed: dict[str, int] = {}  # transcript events per episode in the file (survive a SIGKILL)
+        self._flush_timer = self.create_timer(FLUSH_PERIOD_S, self._flush, callback_group=self._group)
         self.get_logger().info(f"recording {self._selection.patterns} into {self._writer.path}")
         self._discover()
 
@@ -118,7 +124,23 @@ class RecorderNode(Node):
         event = deserialize_message(data, self._transcript_class)
         n = max(self._transcript_counts.get(event.episode_id, 0), int(event.index) + 1)
         self._transcript_counts[event.episode_id] = n
-        self._progress.publish(String(data=json.dumps({"transcript": self._transcript_counts})))
+        self._publish_progress()
+
+    def _publish_progress(self) -> None:
+        self._progress.publish(String(data=json.dumps({"transcript": self._transcript_counts,
+                                                       "flushed": self._flushed})))
+
+    def _flush(self) -> None:
+        """Put what was recorded into the file (the writer buffers a chunk in memory), so a recorder
+        that is killed leaves a bag readable up to here (monologue_bag.core.bagio.Bag)."""
+        try:
+            wrote = self._writer.flush()
+        except (BagError, OSError) as e:
+            self.get_logger().error(f"could not flush the bag: {e}")
+            return
+        if wrote and self._flushed != self._transcript_counts:
+            self._flushed = dict(self._transcript_counts)
+            self._publish_progress()
 
     def drain(self, quiet_s: float = 0.3, max_s: float = 3.0) -> None:
         """Wait until no message arrived for `quiet_s` (s), at most `max_s` (s): the last messages of a
@@ -129,6 +151,7 @@ class RecorderNode(Node):
 
     def destroy_node(self) -> None:
         try:
+            self._flush_timer.cancel()
             self._writer.close()
         finally:
             super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from monologue_common.core.msgdefs import DefinitionError, split_type
+
 from .core.bagio import QosSpec
-from .core.msgdefs import DefinitionError, split_type
 
 _ACTION_PARTS = {
     "_SendGoal_Request": ("SendGoalService", "Request"), "_SendGoal_Response": ("SendGoalService", "Response"),

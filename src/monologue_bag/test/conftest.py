@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from monologue_bag.core.msgdefs import MessageDefinitions
+from monologue_common.core.msgdefs import MessageDefinitions
 
 
 def _share(package: str) -> Path:

@@ -10,7 +10,7 @@ import yaml
 from rclpy.serialization import serialize_message
 
 from monologue_bag.core.bagio import Bag, BagError, BagWriter, QosSpec
-from monologue_bag.core.msgdefs import MessageDefinitions
+from monologue_common.core.msgdefs import MessageDefinitions
 
 TRANSCRIPT = "monologue_interfaces/msg/TranscriptEvent"
 SCENE = "monologue_interfaces/msg/SceneDescription"

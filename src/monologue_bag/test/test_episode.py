@@ -20,9 +20,9 @@ from monologue_bag.core.episode import (
     planner_params,
     read_recording,
 )
-from monologue_bag.core.msgdefs import MessageDefinitions
 from monologue_bag.core.replay import EXECUTION_FAILED, INVALID_ARGUMENTS, RecordedSkills
 from monologue_bag.core.stats import episode_stats, format_info, llm_stats
+from monologue_common.core.msgdefs import MessageDefinitions
 
 NS = 1_000_000_000
 T0 = 1_700_000_000 * NS

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from monologue_bag.core.msgdefs import SEPARATOR, DefinitionError, MessageDefinitions, qualify, sections
+from monologue_common.core.msgdefs import SEPARATOR, DefinitionError, MessageDefinitions, qualify, sections
 
 
 def _field(name: str, type_id: int, nested: str = "", capacity: int = 0) -> dict[str, object]:

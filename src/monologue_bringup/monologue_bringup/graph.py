@@ -21,8 +21,9 @@ LLMS: tuple[str, ...] = ("embedded", "openai")
 
 # When a node runs: LIVE = with the robot or simulator; REPLAY = when a bag stands in for them
 # (monologue-replay); RECORD = only when the run is recorded (record:=<dir>); WEB = only when the web
-# monitor is asked for (web:=true; on in monologue-demo, off by default on robots).
-LIVE, REPLAY, RECORD, WEB = "live", "replay", "record", "web"
+# monitor is asked for (web:=true; on in monologue-demo, off by default on robots); FOXGLOVE = only when
+# the Foxglove bridge is asked for (foxglove:=true; off by default).
+LIVE, REPLAY, RECORD, WEB, FOXGLOVE = "live", "replay", "record", "web", "foxglove"
 ALWAYS = frozenset({LIVE, REPLAY})
 
 
@@ -50,6 +51,8 @@ GRAPH: tuple[NodeSpec, ...] = (
              frozenset({REPLAY})),
     NodeSpec("web", "monologue_web", "monologue_web", "serves the live web monitor and console (docs/web.md)",
              frozenset({WEB})),
+    NodeSpec("foxglove_bridge", "monologue_web", "foxglove_bridge",
+             "serves the topics to Foxglove over its WebSocket protocol (docs/web.md)", frozenset({FOXGLOVE})),
 )
 
 
@@ -120,10 +123,10 @@ def robot_params(robot: str, config_dir: Path | None = None) -> dict[str, dict[s
 
 
 def graph_for(robot: str, mode: str = LIVE, record: bool = False,
-              config_dir: Path | None = None, web: bool = False) -> tuple[NodeSpec, ...]:
+              config_dir: Path | None = None, web: bool = False, foxglove: bool = False) -> tuple[NodeSpec, ...]:
     """The nodes of a LIVE or REPLAY run for `robot`, in start order (the recorder too if recorded, the
-    web monitor too if `web`)."""
-    return _pick(all_nodes(robot, config_dir), mode, record, web)
+    web monitor too if `web`, the Foxglove bridge too if `foxglove`)."""
+    return _pick(all_nodes(robot, config_dir), mode, record, web, foxglove)
 
 
 def all_nodes(robot: str, config_dir: Path | None = None) -> tuple[NodeSpec, ...]:
@@ -132,16 +135,18 @@ def all_nodes(robot: str, config_dir: Path | None = None) -> tuple[NodeSpec, ...
     return first + robot_nodes(robot, config_dir) + tuple(s for s in GRAPH if s not in first)
 
 
-def _pick(specs: Sequence[NodeSpec], mode: str, record: bool, web: bool = False) -> tuple[NodeSpec, ...]:
+def _pick(specs: Sequence[NodeSpec], mode: str, record: bool, web: bool = False,
+          foxglove: bool = False) -> tuple[NodeSpec, ...]:
     if mode not in (LIVE, REPLAY):
         raise ValueError(f"mode must be {LIVE!r} or {REPLAY!r}, got {mode!r}")
     return tuple(s for s in specs if mode in s.runs_in or (record and RECORD in s.runs_in)
-                 or (web and WEB in s.runs_in))
+                 or (web and WEB in s.runs_in) or (foxglove and FOXGLOVE in s.runs_in))
 
 
-def select(mode: str = LIVE, record: bool = False, web: bool = False) -> tuple[NodeSpec, ...]:
-    """The nodes of a LIVE or REPLAY run, plus the recorder if the run is recorded, the web monitor if `web`."""
-    return _pick(GRAPH, mode, record, web)
+def select(mode: str = LIVE, record: bool = False, web: bool = False, foxglove: bool = False) -> tuple[NodeSpec, ...]:
+    """The nodes of a LIVE or REPLAY run, plus the recorder if the run is recorded, the web monitor if `web`,
+    the Foxglove bridge if `foxglove`."""
+    return _pick(GRAPH, mode, record, web, foxglove)
 
 
 def record_params(bag_dir: Path, mode: str = LIVE, **custom: str) -> dict[str, dict[str, str]]:

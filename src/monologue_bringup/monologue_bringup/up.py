@@ -5,7 +5,7 @@ prefixes their output, forwards SIGINT/SIGTERM and stops everything cleanly; whe
 whole graph stops (the launch file does the same).
 
     monologue-up [robot:=sim] [llm:=embedded] [log_level:=info] [record:=<bag dir>] [web:=true]
-                 [--param skills:sim.seed=3 ...] [--config-dir DIR]
+                 [foxglove:=true] [--param skills:sim.seed=3 ...] [--config-dir DIR]
 
 The `key:=value` arguments are the launch file's (LAUNCH_ARGUMENTS, one table for both).
 record:=<dir> also starts the recorder (rosbag2 MCAP into <dir>) and stores the planner's LLM
@@ -15,6 +15,7 @@ directory that already holds a bag is refused.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -68,6 +69,8 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    "empty: the robot file's)", ("", "tabletop", "covers", "disinfection", "weights")),
     LaunchArgument("web", "false", "Also start the live web monitor and console (config/monologue.yaml `web`; "
                    "docs/web.md)", ("true", "false")),
+    LaunchArgument("foxglove", "false", "Also start the Foxglove bridge, a Foxglove WebSocket server on "
+                   "ws://127.0.0.1:8765 (config/monologue.yaml `foxglove_bridge`; docs/web.md)", ("true", "false")),
 )
 
 
@@ -131,10 +134,11 @@ class Supervisor:
         mode: str = LIVE,
         record: Path | None = None,
         web: bool = False,
+        foxglove: bool = False,
     ) -> None:
         """`nodes` defaults to the nodes of `mode` (graph.select); `record` adds the recorder writing
         into that bag directory (its parameters are merged under `node_params`); `web` adds the web
-        monitor (its history follows the planner's transcript_dir unless given)."""
+        monitor (its history follows the planner's transcript_dir unless given); `foxglove` adds the Foxglove bridge."""
         self.robot, self.llm = robot, llm
         self.config_dir = config_dir or default_config_dir()
         self.record = record
@@ -158,10 +162,13 @@ class Supervisor:
         self.log_level = log_level
         every = all_nodes(robot, self.config_dir)
         chosen = (list(nodes) if nodes is not None
-                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir, web)])
+                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir, web, foxglove)])
         planner_dir = self.node_params.get("planner", {}).get("transcript_dir")
         if "web" in chosen and planner_dir:
             self.node_params.setdefault("web", {}).setdefault("transcript_dir", planner_dir)
+        if "web" in chosen and record is not None:  # the history lists this run's bag beside the others
+            self.node_params.setdefault("web", {}).setdefault(
+                "bag_dirs", json.dumps([str(Path(record).expanduser().absolute().parent)]))
         self.specs = [s for s in every if s.name in chosen]
         unknown = (set(self.node_params) | set(chosen)) - {s.name for s in every}
         if unknown:
@@ -266,7 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     record = Path(values["record"]) if values["record"] else None
     sup = Supervisor(values["robot"], values["llm"], ns.config_dir, node_params,
-                     log_level=values["log_level"], record=record, web=values["web"] == "true")
+                     log_level=values["log_level"], record=record, web=values["web"] == "true",
+                     foxglove=values["foxglove"] == "true")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -38,7 +38,7 @@ CONFIG = REPO / "config"
 
 def test_graph_has_the_nodes() -> None:
     assert [s.name for s in GRAPH] == ["recorder", "skills", "perception", "success_detector", "planner", "viz",
-                                       "bag_player", "web"]
+                                       "bag_player", "web", "foxglove_bridge"]
     assert find("planner").package == "planner_node"
     with pytest.raises(KeyError):
         find("nope")
@@ -108,6 +108,11 @@ def test_live_replay_and_recording_select_from_the_one_list() -> None:
     assert [s.name for s in select(LIVE)] == ["skills", "perception", "success_detector", "planner", "viz"]
     assert [s.name for s in select(LIVE, web=True)][-1] == "web"  # web:=true (off by default)
     assert "web" in {s.name for s in graph_for("ur5e", LIVE, web=True)} - {s.name for s in graph_for("ur5e")}
+    # foxglove:=true (off by default), in live runs and replays alike
+    assert [s.name for s in select(LIVE, foxglove=True)][-1] == "foxglove_bridge"
+    assert {s.name for s in graph_for("sim", REPLAY, foxglove=True)} - {s.name for s in graph_for("sim", REPLAY)} == {
+        "foxglove_bridge"}
+    assert "foxglove_bridge" not in {s.name for s in graph_for("sim", LIVE, record=True, web=True)}
     assert [s.name for s in select(LIVE, record=True)][0] == "recorder"
     # a bag stands in for the robot or simulator: everything that consumes it runs as recorded
     assert [s.name for s in select(REPLAY)] == ["perception", "success_detector", "planner", "viz", "bag_player"]
@@ -131,6 +136,7 @@ def test_recording_puts_cassette_and_transcripts_next_to_the_bag(tmp_path: Path)
     assert [s.name for s in Supervisor("sim_kinematic", config_dir=CONFIG).specs] == [s.name for s in select(LIVE)]
     web = Supervisor("sim_kinematic", config_dir=CONFIG, web=True, node_params={"planner": {"transcript_dir": "/t"}})
     assert web.specs[-1].name == "web" and web.node_params["web"] == {"transcript_dir": "/t"}  # history follows
+    assert Supervisor("sim_kinematic", config_dir=CONFIG, foxglove=True).specs[-1].name == "foxglove_bridge"
     # recorded: the recorder starts first; replayed: the simulator and skills stay off
     assert [s.name for s in graph_for("sim", LIVE, record=True)][:2] == ["recorder", "tabletop_sim"]
     assert "tabletop_sim" not in {s.name for s in graph_for("sim", REPLAY)}

@@ -76,7 +76,7 @@ def _context(**values: str) -> dict[str, str]:
 
 def test_arguments_are_monologue_ups_with_the_graphs_choices(load: Any) -> None:
     declared = _declared(load("monologue.launch.py").generate_launch_description())
-    assert list(declared) == ["robot", "llm", "log_level", "record", "scene", "web"]
+    assert list(declared) == ["robot", "llm", "log_level", "record", "scene", "web", "foxglove"]
     assert declared["scene"].kwargs["default_value"] == "" and "disinfection" in declared["scene"].kwargs["choices"]
     assert declared["robot"].kwargs["choices"] == list(ROBOTS) and declared["robot"].kwargs["default_value"] == "sim"
     assert declared["llm"].kwargs["choices"] == list(LLMS)
@@ -146,7 +146,7 @@ def test_sim_launch_passes_every_argument_through(load: Any) -> None:
 def test_monologue_up_takes_the_same_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     values, rest = launch_values(["robot:=sim_kinematic", "log_level:=debug", "--param", "planner:max_steps=2"])
     assert values == {"robot": "sim_kinematic", "llm": "embedded", "log_level": "debug", "record": "", "scene": "",
-                      "web": "false"}
+                      "web": "false", "foxglove": "false"}
     assert rest == ["--param", "planner:max_steps=2"]
     with pytest.raises(ValueError, match="not one of"):
         launch_values(["robot:=r2d2"])

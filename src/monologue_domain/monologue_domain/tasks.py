@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .objects import ObjectState
@@ -278,6 +278,16 @@ def sample_task(family: str, seed: int) -> TaskInstance:
     return FAMILIES[family].sample(random.Random(seed), seed)
 
 
+def reword(task: TaskInstance, wording: str) -> TaskInstance:
+    """`task` with another wording of the same goal: `wording` may use the task's slots ({block}, {target},
+    {location}, {bowl}) and {prep} ("in" or "on", as Table 1 words the target). KeyError for a slot the task
+    does not have."""
+    slots = dict(task.slots)
+    if "target" in slots:
+        slots["prep"] = _prep(slots["target"])
+    return replace(task, instruction=wording.format(**slots))
+
+
 def state_from_objects(objects: Iterable[ObjectState]) -> dict[str, Body]:
     """Ground-truth object states -> State (named locations are dropped)."""
     return {o.name: Body(o.position, o.size) for o in objects if o.category != "location"}
@@ -293,6 +303,6 @@ def matching_bowls_done(states: Sequence[ObjectState]) -> bool:
 
 __all__ = [
     "CORNERS_AND_SIDES", "FAMILIES", "MIN_RISE", "XY_TOLERANCE", "Body", "State", "TaskFamily",
-    "TaskInstance", "TaskScene", "is_on", "is_stack", "matching_bowls_done", "sample_task",
+    "TaskInstance", "TaskScene", "is_on", "is_stack", "matching_bowls_done", "reword", "sample_task",
     "state_from_objects",
 ]

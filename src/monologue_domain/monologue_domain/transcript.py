@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 class EventKind(IntEnum):
@@ -69,6 +69,29 @@ class Event:
 Listener = Callable[[Event], None]
 
 
+def valid_unicode(value: Any) -> Any:
+    """`value` with every string made encodable as UTF-8 (a lone surrogate, which an LLM server's
+    JSON can carry, becomes "?"), through dicts, lists and tuples; anything else as it is."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, Mapping):
+        return {valid_unicode(k): valid_unicode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_unicode(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(valid_unicode(v) for v in value)
+    return value
+
+
+class TranscriptWriteError(OSError):
+    """The transcript file could not be written (a full disk, ...): the episode must stop. The file keeps
+    every event before the failed one (later events are kept in memory and still go to the listeners)."""
+
+
 class Transcript:
     """Append-only list of events for one episode; every append is flushed to `path` first.
 
@@ -92,17 +115,21 @@ class Transcript:
         self._lock = threading.Lock()
         self._log = logger or logging.getLogger("transcript")
         self._ended = False
+        self.write_error = ""  # why the file stopped being written ("" while it is complete)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             record = {"record": "header", "episode_id": self.episode_id, "stamp": clock()}
             record.update(dict(header or {}))
-            self._write(record)
+            failure = self._write(record)
+            if failure is not None:
+                raise failure
 
     @classmethod
     def reopen(
         cls, stored: StoredEpisode, clock: Callable[[], float] = time.time, logger: logging.Logger | None = None
     ) -> Transcript:
-        """Continue an interrupted episode: its events are kept and new ones go to the same file."""
+        """Continue an interrupted episode: its events are kept and new ones go to the same file (a line
+        cut by the crash, which load_episode skipped with a warning, stays on its own line)."""
         if not stored.interrupted:
             raise ValueError(f"episode in {stored.path} has ended; only an interrupted one can be resumed")
         t = cls(str(stored.header.get("episode_id") or stored.path.stem), None, clock=clock, logger=logger)
@@ -134,10 +161,13 @@ class Transcript:
         """Append one event, persist it, then notify listeners (their errors are logged, not raised).
 
         After the episode ended only `post_task` events (questions about the scene and their answers,
-        IM Fig. 5d) are accepted; they are marked so in their data.
+        IM Fig. 5d) are accepted; they are marked so in their data. Raises TranscriptWriteError (after
+        notifying the listeners) when the file cannot be written for the first time; the file then stops
+        being written, so it stays a gapless prefix of the episode, and later appends do not raise.
         """
         if "\x00" in text:
             raise ValueError("transcript text must not contain NUL bytes")
+        text, data = valid_unicode(text), valid_unicode(data)  # the file, the listeners and ROS need UTF-8
         if post_task:
             data = {**(data or {}), "post_task": True}
         with self._lock:
@@ -145,12 +175,14 @@ class Transcript:
                 raise RuntimeError(f"episode {self.episode_id} has ended")
             event = Event(self.episode_id, len(self._events), kind, text, dict(data or {}), self._clock())
             self._events.append(event)
-            self._write(event.to_json())
+            failure = self._write(event.to_json())
         for listener in list(self._listeners):
             try:
                 listener(event)
             except Exception:  # a broken listener must not lose the episode
                 self._log.exception("transcript listener failed")
+        if failure is not None:
+            raise failure
         return event
 
     def end(self, summary: Mapping[str, Any]) -> None:
@@ -173,14 +205,29 @@ class Transcript:
     def texts(self, kind: EventKind) -> list[str]:
         return [e.text for e in self.events if e.kind == kind]
 
-    def _write(self, record: Mapping[str, Any]) -> None:
-        if self.path is None:
-            return
-        line = json.dumps(record, ensure_ascii=False)
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+    def _write(self, record: Mapping[str, Any]) -> TranscriptWriteError | None:
+        """Append one record to the file; the error the first time that fails (None otherwise). After a
+        failure nothing more is written, so the file never has a gap."""
+        if self.path is None or self.write_error:
+            return None
+        line = json.dumps(valid_unicode(record), ensure_ascii=False)
+        try:
+            with self._open_append() as f:
+                f.write(line + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            self.write_error = f"cannot write the transcript file {self.path}: {e}"
+            self._log.error("%s; the file keeps the events before this one, later ones are not written",
+                            self.write_error)
+            failure = TranscriptWriteError(self.write_error)
+            failure.errno = e.errno
+            return failure
+        return None
+
+    def _open_append(self) -> IO[str]:
+        assert self.path is not None
+        return open(self.path, "a", encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -195,19 +242,22 @@ class StoredEpisode:
         return self.end is None
 
 
-def load_episode(path: Path) -> StoredEpisode:
-    """Read a transcript file; a truncated last line (crash mid-write) is ignored."""
+def load_episode(path: Path, logger: logging.Logger | None = None) -> StoredEpisode:
+    """Read a transcript file; a line that is not a record (a truncated last line: a crash mid-write) is
+    skipped with a warning on `logger`."""
     header: dict[str, Any] = {}
     events: list[Event] = []
     end: dict[str, Any] | None = None
-    with open(path, encoding="utf-8") as f:
-        for line in f:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
             line = line.strip()
             if not line:
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError:
+                (logger or logging.getLogger("transcript")).warning(
+                    "%s line %d is not a complete record (cut by a crash?); skipped: %.80r", path, number, line)
                 continue
             rec = obj.get("record")
             if rec == "header":
@@ -219,13 +269,13 @@ def load_episode(path: Path) -> StoredEpisode:
     return StoredEpisode(path, header, tuple(events), end)
 
 
-def find_interrupted(directory: Path) -> list[StoredEpisode]:
-    """Episodes under `directory` whose files have no end record."""
+def find_interrupted(directory: Path, logger: logging.Logger | None = None) -> list[StoredEpisode]:
+    """Episodes under `directory` whose files have no end record (skipped lines are warned on `logger`)."""
     if not directory.is_dir():
         return []
     out = []
     for p in sorted(directory.glob("*.jsonl")):
-        ep = load_episode(p)
+        ep = load_episode(p, logger)
         if ep.interrupted:
             out.append(ep)
     return out

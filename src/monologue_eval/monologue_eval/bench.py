@@ -33,15 +33,24 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from monologue_bringup.graph import graph_for, robot_entry, scene_node, simulated_robots
+from monologue_bringup.graph import default_config_dir, graph_for, robot_entry, scene_node, simulated_robots
 from monologue_domain.msgs import scene_objects_from_msg
-from monologue_domain.tasks import FAMILIES, State, TaskInstance, TaskScene, sample_task, state_from_objects
+from monologue_domain.tasks import (
+    FAMILIES,
+    State,
+    TaskInstance,
+    TaskScene,
+    reword,
+    sample_task,
+    state_from_objects,
+)
 
 from .core.benchmark import (
     K_STEPS,
     PAPER_EPISODES,
     STRATEGIES,
     VARIANTS,
+    WORDINGS,
     EpisodeKey,
     EpisodeRecord,
     InfrastructureError,
@@ -53,6 +62,7 @@ from .core.benchmark import (
     episode_seed,
     llm_intervals,
     llm_usage,
+    load_wordings,
     motion_time,
     plan_episodes,
     run_benchmark,
@@ -297,6 +307,7 @@ class GraphRunner:
         self.scene_sup: Supervisor | None = None
         self.probe: SceneProbe | None = None
         self.start_s = 0.0  # s, last bring-up of the static graph until the planner answered
+        self.wordings = (load_wordings(wordings_path(), FAMILY_SLOTS) if settings.wording == "paraphrase" else {})
 
     def start(self) -> None:
         from monologue_bringup.up import Supervisor
@@ -358,6 +369,9 @@ class GraphRunner:
         t_setup = time.monotonic()
         for attempt in range(SCENE_ATTEMPTS):
             task = sample_task(key.task, episode_seed(self.settings.seed, key.task, key.index, attempt))
+            if self.wordings:  # same scene and goal, the paraphrase list's wording
+                options = self.wordings[key.task]
+                task = reword(task, options[key.index % len(options)])
             initial = self._set_scene(task)
             if not task.reward(initial):
                 break
@@ -427,6 +441,16 @@ def _parse_list(text: str, known: Sequence[str], groups: Mapping[str, Sequence[s
     return out
 
 
+# The slots each family's tasks carry (the placeholders its wordings may use).
+FAMILY_SLOTS: dict[str, tuple[str, ...]] = {
+    "pick_place": ("block", "target"), "stack": (), "blocks_to_location": ("location",), "blocks_to_bowl": ("bowl",),
+    "different_corners": (), "matching_bowls": (), "mismatched_bowls": (), "stack_on_location": ("location",)}
+
+
+def wordings_path() -> Path:
+    return default_config_dir() / "benchmarks" / "wordings.yaml"
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="monologue-bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -469,6 +493,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--place-noise", type=float, default=0.02,
                     help="std of the Gaussian noise on place positions, m (IM: 0.02)")
     ap.add_argument("--max-steps", type=int, default=K_STEPS, help=f"k, skills per episode (IM: {K_STEPS})")
+    ap.add_argument("--wording", choices=WORDINGS, default="original",
+                    help="table1: the instructions as IM Table 1 words them, or the fixed paraphrase list "
+                         "config/benchmarks/wordings.yaml (paraphrased, misspelled, Chinese, German; same goals)")
+    ap.add_argument("--compare", nargs=2, metavar=("A", "B"), default=None,
+                    help="table1: no episodes; compare two finished runs (DIR, or DIR:VARIANT for one variant "
+                         "of a run) episode by episode on the same scenes: flips and McNemar's exact p")
     ap.add_argument("--timeout", type=float, default=900.0, help="s per episode before it is cancelled")
     return ap.parse_args(list(argv))
 
@@ -491,6 +521,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .multitalk_bench import main as multitalk_main
 
         return multitalk_main(ns)
+    if ns.compare is not None:
+        from .core.paired import Side, compare, comparison_markdown
+
+        try:
+            print(comparison_markdown(compare(Side.parse(ns.compare[0]), Side.parse(ns.compare[1])), list(FAMILIES)))
+        except (ValueError, OSError) as e:
+            print(f"monologue-bench: {e}", file=sys.stderr)
+            return 2
+        return 0
     if ns.suite != "table1":
         from .kitchen_bench import main as kitchen_main
 
@@ -503,10 +542,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         variants = _parse_list(ns.variants, list(VARIANTS), {"all": list(VARIANTS)}, "variant")
         episodes = PAPER_EPISODES if ns.full else ns.episodes
         settings = Settings(llm=ns.llm, seed=ns.seed, strategy=ns.strategy, affordances=ns.affordances == "on",
-                            place_noise_m=ns.place_noise, max_steps=ns.max_steps)
+                            place_noise_m=ns.place_noise, max_steps=ns.max_steps, wording=ns.wording)
         settings.validate()
+        if settings.wording == "paraphrase":
+            load_wordings(wordings_path(), FAMILY_SLOTS)  # a bad list fails here, before the graph starts
         plan = plan_episodes(tasks, variants, episodes)
-        out = (ns.out or Path("runs") / "bench" / f"{ns.llm}-{ns.strategy}-seed{ns.seed}").resolve()
+        suffix = "" if ns.wording == "original" else f"-{ns.wording}"
+        out = (ns.out or Path("runs") / "bench" / f"{ns.llm}-{ns.strategy}-seed{ns.seed}{suffix}").resolve()
         store = ResultStore(out, LOG)
         resumed = store.open(settings)
     except (ValueError, SettingsMismatch) as e:

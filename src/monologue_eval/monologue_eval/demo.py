@@ -4,7 +4,7 @@
                    [record:=<bag dir>] [robot:=sim|sim_kinematic|sim_kitchen|sim_household]
                    [strategy:=inner_monologue|saycan|cape|...] [method:=Z_E|F_E|...]
                    [perception:=oracle|camera] [log_level:=warn] [scene:=covers|disinfection|weights]
-                   [web:=true|false] [--param node:name=value ...]
+                   [web:=true|false] [foxglove:=true|false] [--param node:name=value ...]
     monologue-demo graph:=running [instruction:="..."] [timeout:=600] [strategy:=...]
 
 graph:=launch (default) brings up its own simulated graph (embedded LLM) on a random scene and stops
@@ -14,7 +14,8 @@ with the LLM cassette next to it; `monologue-replay <dir>` replays it, `monologu
 shows it. It refuses to start when a planner already runs on this ROS_DOMAIN_ID (use graph:=running).
 
 web:=true (default) also starts the live web monitor (docs/web.md) and prints its URL: the `web` port of
-config/monologue.yaml, or a free port when that one is taken.
+config/monologue.yaml, or a free port when that one is taken. foxglove:=true (default false) also starts the
+Foxglove bridge and prints its ws:// URL the same way (docs/web.md, section Foxglove).
 
 graph:=running starts nothing: it sends the instruction to the planner of a graph already running on
 this ROS_DOMAIN_ID (`monologue-up` or `ros2 launch monologue_bringup monologue.launch.py`) and judges
@@ -86,9 +87,11 @@ DEFAULTS = {
     "graph": "launch", "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
     "timeout": "600", "log_level": "warn", "blocks": "0", "record": "", "perception": "oracle",
     "strategy": "", "method": "", "scene": "", "web": "true",
+    "foxglove": "false",
 }
 # Arguments that describe the graph the demo starts: meaningless with graph:=running.
-OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level", "method", "scene", "web")
+OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level", "method", "scene", "web",
+                  "foxglove")
 
 
 @dataclass(frozen=True)
@@ -241,15 +244,17 @@ def run_on_running_graph(values: dict[str, str]) -> int:
     return 0 if (result.success and done) else 1
 
 
-def _web_address(robot: str, llm: str, overrides: dict[str, str]) -> tuple[str, int]:
-    """The web monitor's host and port: the configured ones (overrides first), or a free port when the
-    configured port is taken (so a demo still starts next to another one)."""
+def _web_address(robot: str, llm: str, overrides: dict[str, str], node: str = "web",
+                 default_port: int = 8080) -> tuple[str, int]:
+    """The host and port of the web monitor (or of `node`, e.g. foxglove_bridge): the configured ones
+    (overrides first), or a free port when the configured port is taken (so a demo still starts next
+    to another one)."""
     from monologue_bringup.graph import default_config_dir, params_files
     from monologue_common.core.settings import parameters_from_files
 
-    params = parameters_from_files(params_files(default_config_dir(), robot, llm), "web")
+    params = parameters_from_files(params_files(default_config_dir(), robot, llm), node)
     host = str(overrides.get("host", params.get("host", "127.0.0.1")))
-    port = int(str(overrides.get("port", params.get("port", 8080))))
+    port = int(str(overrides.get("port", params.get("port", default_port))))
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, port))
@@ -341,8 +346,14 @@ def run_own_graph(args: DemoArgs) -> int:
         host, port = _web_address(values["robot"], values["llm"], node_params.get("web", {}))
         node_params.setdefault("web", {})["port"] = str(port)
         print(f"== live monitor: http://{host}:{port}/")
+    foxglove = values["foxglove"] == "true"
+    if foxglove:
+        host, port = _web_address(values["robot"], values["llm"], node_params.get("foxglove_bridge", {}),
+                                  "foxglove_bridge", 8765)
+        node_params.setdefault("foxglove_bridge", {})["port"] = str(port)
+        print(f"== Foxglove: open ws://{host}:{port} in Foxglove (layout: config/foxglove_layout.json)")
     sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
-                     log_level=values["log_level"], record=record, web=web)
+                     log_level=values["log_level"], record=record, web=web, foxglove=foxglove)
     t0 = time.monotonic()
     truth: dict[str, object] = {}
     try:

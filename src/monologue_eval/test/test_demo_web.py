@@ -15,3 +15,15 @@ def test_demo_starts_the_web_monitor_on_the_configured_or_a_free_port() -> None:
         host, got = _web_address("sim_kinematic", "embedded", {"port": str(port)})
         assert host == "127.0.0.1" and got not in (port, 0)
     assert _web_address("sim_kinematic", "embedded", {"port": str(port)}) == ("127.0.0.1", port)
+
+
+def test_demo_starts_the_foxglove_bridge_only_when_asked_on_its_configured_or_a_free_port() -> None:
+    assert DEFAULTS["foxglove"] == "false" and "foxglove" in OWN_GRAPH_ONLY
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        host, got = _web_address("sim_kinematic", "embedded", {"port": str(port)}, "foxglove_bridge", 8765)
+        assert host == "127.0.0.1" and got not in (port, 0)
+    host, got = _web_address("sim_kinematic", "embedded", {}, "foxglove_bridge", 8765)
+    assert host == "127.0.0.1" and got > 0  # 8765 from config/monologue.yaml, or a free one if that is taken

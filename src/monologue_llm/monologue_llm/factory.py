@@ -11,7 +11,7 @@ from typing import Any
 from .base import LLMBackend
 from .cassette import CASSETTE_MODES, CassetteBackend
 
-BACKENDS: tuple[str, ...] = ("llama_cpp", "openai")
+BACKENDS: tuple[str, ...] = ("llama_cpp", "openai", "transformers")
 
 # key -> (accepted types, default)
 _COMMON: dict[str, tuple[tuple[type, ...], Any]] = {
@@ -38,7 +38,32 @@ _OPENAI: dict[str, tuple[tuple[type, ...], Any]] = {
     "generation_api": ((str,), "completions"),
     "scoring": ((str,), "echo_logprobs"),
 }
-ALL_KEYS: frozenset[str] = frozenset(_COMMON) | frozenset(_LLAMA) | frozenset(_OPENAI)
+# the `transformers:` sub-block; a node sees these keys flattened (`transformers.device`)
+_TRANSFORMERS: dict[str, tuple[tuple[type, ...], Any]] = {
+    "model_path": ((str, Path), ""),
+    "device": ((str,), "cpu"),
+    "dtype": ((str,), "float32"),
+    "n_ctx": ((int,), 4096),
+    "n_threads": ((int,), 0),
+    "reuse_prefix": ((bool,), True),
+    "batch_size": ((int,), 16),
+    "convert_cache": ((bool,), True),
+}
+TRANSFORMERS_PREFIX = "transformers."
+ALL_KEYS: frozenset[str] = (frozenset(_COMMON) | frozenset(_LLAMA) | frozenset(_OPENAI)
+                            | frozenset(TRANSFORMERS_PREFIX + k for k in _TRANSFORMERS))
+
+
+def flatten_llm_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``cfg`` with nested sub-blocks (``{"transformers": {"device": ...}}``, as in the YAML) turned
+    into dotted keys (``"transformers.device"``, as a ROS node sees them)."""
+    out: dict[str, Any] = {}
+    for key, value in cfg.items():
+        if isinstance(value, Mapping):
+            out.update({f"{key}.{k}": v for k, v in flatten_llm_config(value).items()})
+        else:
+            out[key] = value
+    return out
 
 
 def _get(cfg: Mapping[str, Any], key: str, spec: tuple[tuple[type, ...], Any]) -> Any:
@@ -59,13 +84,15 @@ def make_backend(
 ) -> LLMBackend:
     """Create the backend described by ``cfg`` (see module constants for keys).
 
-    ``cfg["backend"]`` is ``"llama_cpp"`` or ``"openai"``; ``model_path=""``
-    selects the embedded Gemma 3 270M model. ``cassette_mode`` ``record`` or
+    ``cfg["backend"]`` is ``"llama_cpp"``, ``"openai"`` or ``"transformers"`` (whose keys are
+    the ``transformers.*`` sub-block, nested or dotted); ``model_path=""`` selects the embedded
+    Gemma 3 270M model. ``cassette_mode`` ``record`` or
     ``replay`` wraps the backend in a :class:`CassetteBackend`; ``replay`` does
     not create (or load) the real backend at all. Unknown keys raise
     ``ValueError`` unless ``strict`` is false.
     """
     log = logger or logging.getLogger(__name__)
+    cfg = flatten_llm_config(cfg)
     if strict:
         unknown = sorted(set(cfg) - ALL_KEYS)
         if unknown:
@@ -107,6 +134,8 @@ def make_backend(
                 batch_invariant=values["batch_invariant"],
                 embedding_cache_dir=default_cache_dir() / "embeddings" if values["embedding_cache"] else None,
             )
+    elif backend == "transformers":
+        inner = _make_transformers(cfg, mode, log)
     else:
         values = {k: _get(cfg, k, spec) for k, spec in _OPENAI.items()}
         if not values["base_url"]:
@@ -148,12 +177,46 @@ def make_backend(
     return CassetteBackend(inner, Path(cassette_path), mode)
 
 
+def _make_transformers(cfg: Mapping[str, Any], mode: str, log: logging.Logger) -> LLMBackend | None:
+    """The transformers backend of ``cfg``'s ``transformers.*`` keys (validated even in replay)."""
+    values = {k: _get(cfg, TRANSFORMERS_PREFIX + k, (types, default))
+              for k, (types, default) in _TRANSFORMERS.items()}
+    from .transformers_backend import DTYPES
+
+    if values["dtype"] not in DTYPES:
+        raise ValueError(f"LLM config: 'transformers.dtype' must be one of {DTYPES}, got {values['dtype']!r}")
+    if not values["device"].strip():
+        raise ValueError("LLM config: 'transformers.device' must be a torch device (cpu, cuda, cuda:1)")
+    if values["n_ctx"] < 16:
+        raise ValueError(f"LLM config: 'transformers.n_ctx' must be >= 16, got {values['n_ctx']}")
+    if values["n_threads"] < 0 or values["batch_size"] < 1:
+        raise ValueError("LLM config: 'transformers.n_threads' must be >= 0 and 'transformers.batch_size' >= 1")
+    if mode == "replay":
+        return None
+    from .model_files import default_cache_dir, embedded_model_path
+    from .transformers_backend import TransformersBackend
+
+    model_path = str(values["model_path"]) or str(embedded_model_path())
+    return TransformersBackend(
+        model_path,
+        device=values["device"],
+        dtype=values["dtype"],
+        n_ctx=values["n_ctx"],
+        n_threads=values["n_threads"] or None,  # 0 = torch's default
+        reuse_prefix=values["reuse_prefix"],
+        batch_size=values["batch_size"],
+        convert_cache_dir=default_cache_dir() / "transformers" if values["convert_cache"] else None,
+        logger=log,
+    )
+
+
 def make_backend_from_params(params: Mapping[str, Any], logger: logging.Logger | None = None) -> LLMBackend:
     """:func:`make_backend` for a node's ``llm.*`` parameters (e.g. ``ParamReader.section("llm")``).
 
     The block is config/llm/<llm>.yaml's, the only place its values are set: every key of
     :data:`ALL_KEYS` must be present (no defaults fill in here). ``n_threads`` 0 means all CPU cores
     (llama-cpp-python's own default is half of them)."""
+    params = flatten_llm_config(params)
     missing = sorted(ALL_KEYS - set(params))
     if missing:
         raise ValueError(f"LLM config: missing llm.{', llm.'.join(missing)} (the llm block of "

@@ -1,9 +1,10 @@
 """monologue_web: the live web monitor and console (rclpy adapter; the page and the state are in core).
 
-Subscribes to the transcript, the step scores, robot/status and the skills' action feedback, and
-serves the page with uvicorn in a thread. Control from the page: the `execute_instruction` action,
-interjections on `human/input`, answers to the `ask_human` action it serves, `true` on `estop` and
-the `estop_reset` service.
+Subscribes to the transcript, the step scores (with tokens and latency), robot/status, the skills'
+action feedback, the scene description (top view) and the camera images, and serves the page with
+uvicorn in a thread. Control from the page: the `execute_instruction` action, interjections on
+`human/input`, answers to the `ask_human` action it serves, approve / deny on the skills node's approval
+action it serves, `true` on `estop` and the `estop_reset` service.
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import os
 import queue
 import socket
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -21,20 +24,22 @@ from rclpy.action.client import ActionClient, ClientGoalHandle
 from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import Image
 from std_msgs.msg import Bool
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
 from monologue_common.runtime import WaitTimeout, run_node, wait_future
 from monologue_interfaces.action import AskHuman, ExecuteInstruction, ExecuteSkill
-from monologue_interfaces.msg import HumanInput, RobotStatus, StepScores, TranscriptEvent
+from monologue_interfaces.msg import HumanInput, RobotStatus, SceneDescription, StepScores, TranscriptEvent
 from monologue_interfaces.srv import ResetEstop
 
 from .core.access import Access
 from .core.app import ControlError, create_app
+from .core.media import jpeg_from_image
 from .core.settings import WebSettings, settings_from_parameters
-from .core.state import EventView, MonitorState, ScoreRow
+from .core.state import EventView, MonitorState, ScoreRow, StepStats
 
 _KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptEvent) if n.startswith("KIND_")}
 _STATUS_FIELDS = ("backend", "ok", "connected", "estop_latched", "estop_reason", "protective_stop",
@@ -57,6 +62,15 @@ class WebNode(Node):
         self.create_subscription(RobotStatus, "robot/status", self._on_status, LATCHED, callback_group=subs)
         self.create_subscription(ExecuteSkill.Impl.FeedbackMessage, "execute_skill/_action/feedback",
                                  self._on_feedback, 10, callback_group=subs)
+        self.create_subscription(SceneDescription, "scene/description", self._on_scene, LATCHED, callback_group=subs)
+        self._frames: dict[str, tuple[Image, float]] = {}  # topic -> newest image, monotonic s received
+        self._frames_lock = threading.Lock()
+        self._jpeg: tuple[tuple[str, int], bytes] | None = None
+        self._frame_seq = 0
+        self._announced = 0.0
+        for topic in s.camera_topics:
+            self.create_subscription(Image, topic, self._image_callback(topic), qos_profile_sensor_data,
+                                     callback_group=subs)
         self._human = self.create_publisher(HumanInput, "human/input", 10)
         self._estop = self.create_publisher(Bool, "estop", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self._reset = self.create_client(ResetEstop, "estop_reset", callback_group=calls)
@@ -70,8 +84,15 @@ class WebNode(Node):
             ActionServer(self, AskHuman, "ask_human", execute_callback=self._ask, callback_group=calls,
                          goal_callback=lambda _g: GoalResponse.ACCEPT if self.state.viewers else GoalResponse.REJECT,
                          cancel_callback=lambda _g: CancelResponse.ACCEPT)
+        self._approvals: dict[str, queue.Queue[bool]] = {}
+        if s.serve_approvals:
+            # the skills node's approval gate asks here; with no page open it is refused (nothing moves)
+            ActionServer(self, AskHuman, s.approval_action, execute_callback=self._approve, callback_group=calls,
+                         goal_callback=lambda _g: GoalResponse.ACCEPT if self.state.viewers else GoalResponse.REJECT,
+                         cancel_callback=lambda _g: CancelResponse.ACCEPT)
         access = Access(s, os.environ)
-        app = create_app(self.state, self, access, s.transcript_dir, self.log)
+        app = create_app(self.state, self, access, s.transcript_dir, self.log, bag_dirs=s.bag_dirs,
+                         camera=self.camera_jpeg)
         family = socket.AF_INET6 if ":" in s.host else socket.AF_INET
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -101,7 +122,84 @@ class WebNode(Node):
 
     def _on_scores(self, msg: StepScores) -> None:
         rows = [ScoreRow(r.candidate, float(r.llm_score), float(r.affordance), float(r.combined)) for r in msg.scores]
-        self.state.on_scores(msg.episode_id, int(msg.step), rows, msg.chosen)
+        stats = StepStats(int(msg.prompt_tokens), int(msg.new_tokens), float(msg.llm_seconds), float(msg.step_seconds))
+        self.state.on_scores(msg.episode_id, int(msg.step), rows, msg.chosen, stats)
+
+    def _on_scene(self, msg: SceneDescription) -> None:
+        objects = [{"name": o.name, "category": o.category, "visible": bool(o.visible),
+                    "x": o.pose.pose.position.x, "y": o.pose.pose.position.y, "z": o.pose.pose.position.z,
+                    "sx": o.size.x, "sy": o.size.y, "sz": o.size.z} for o in msg.objects]
+        self.state.on_scene({"frame": msg.header.frame_id, "source": msg.source, "held": list(msg.held_objects),
+                             "objects": objects})
+
+    def _image_callback(self, topic: str) -> Callable[[Image], None]:
+        return lambda msg: self._on_image(topic, msg)
+
+    def _on_image(self, topic: str, msg: Image) -> None:
+        now = time.monotonic()
+        with self._frames_lock:
+            self._frames[topic] = (msg, now)
+            self._frame_seq += 1
+            seq = self._frame_seq
+            if now - self._announced < 1.0 / self.settings.camera_rate:
+                return
+            self._announced = now
+        picked = self._current_frame()
+        if picked is not None:
+            t, m = picked
+            self.state.on_camera({"topic": t, "seq": seq, "width": int(m.width), "height": int(m.height),
+                                  "stamp": m.header.stamp.sec + m.header.stamp.nanosec * 1e-9})
+
+    def _current_frame(self) -> tuple[str, Image] | None:
+        """The first configured topic with a fresh frame, else the newest frame of any."""
+        with self._frames_lock:
+            frames = dict(self._frames)
+        now = time.monotonic()
+        for topic in self.settings.camera_topics:
+            if topic in frames and now - frames[topic][1] <= self.settings.camera_stale_s:
+                return topic, frames[topic][0]
+        if not frames:
+            return None
+        topic = max(frames, key=lambda t: frames[t][1])
+        return topic, frames[topic][0]
+
+    def camera_jpeg(self) -> bytes | None:
+        """The current frame as a JPEG (None before the first frame); encoded once per frame."""
+        picked = self._current_frame()
+        if picked is None:
+            return None
+        topic, m = picked
+        key = (topic, id(m))
+        cached = self._jpeg
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            data = jpeg_from_image(bytes(m.data), int(m.width), int(m.height), m.encoding, int(m.step))
+        except ValueError as e:
+            self.log.warning("cannot show %s: %s", topic, e)
+            return None
+        self._jpeg = (key, data)
+        return data
+
+    def _approve(self, goal: ServerGoalHandle) -> AskHuman.Result:
+        req: AskHuman.Goal = goal.request
+        aid = uuid.uuid4().hex[:8]
+        verdicts: queue.Queue[bool] = queue.Queue(maxsize=1)
+        with self._answers_lock:
+            self._approvals = {aid: verdicts}
+        timeout = float(req.timeout) or self.settings.answer_timeout_s
+        self.state.on_approval(aid, req.question, timeout)
+        try:
+            ok = verdicts.get(timeout=timeout)
+            goal.succeed()
+            return AskHuman.Result(answered=True, answer="yes" if ok else "no")
+        except queue.Empty:
+            goal.succeed()
+            return AskHuman.Result(answered=False, answer="")
+        finally:
+            with self._answers_lock:
+                self._approvals.pop(aid, None)
+            self.state.clear_approval(aid)
 
     def _on_status(self, msg: RobotStatus) -> None:
         self.state.on_status({f: getattr(msg, f) for f in _STATUS_FIELDS})
@@ -190,6 +288,17 @@ class WebNode(Node):
         except queue.Full as e:
             raise ControlError("the question was already answered") from e
         return f"answered: {text}"
+
+    def approve(self, approved: bool) -> str:
+        with self._answers_lock:
+            pending = list(self._approvals.values())
+        if not pending:
+            raise ControlError("nothing is waiting for approval")
+        try:
+            pending[-1].put_nowait(approved)
+        except queue.Full as e:
+            raise ControlError("that request was already decided") from e
+        return "approved" if approved else "denied"
 
     def estop(self) -> str:
         self._estop.publish(Bool(data=True))

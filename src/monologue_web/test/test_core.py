@@ -1,11 +1,13 @@
 """The web monitor's ROS-free core: state model, settings, access rules, history and the FastAPI app."""
 from __future__ import annotations
 
+import io
 import json
 import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -13,13 +15,16 @@ from monologue_domain.transcript import EventKind, Transcript
 from monologue_web.core.access import Access
 from monologue_web.core.app import ControlError, create_app
 from monologue_web.core.history import episode_file, list_episodes
+from monologue_web.core.media import jpeg_from_image, list_bags
 from monologue_web.core.settings import WebSettings, settings_from_parameters
-from monologue_web.core.state import EventView, MonitorState, ScoreRow
+from monologue_web.core.state import EventView, MonitorState, ScoreRow, StepStats
 
 PARAMS: dict[str, object] = {
     "host": "127.0.0.1", "port": 0, "read_only": False, "token_env": "TEST_WEB_TOKEN",
     "transcript_dir": "/nonexistent", "max_events": 100, "answer_timeout": 60.0, "serve_ask_human": True,
-    "ros_timeout": 5.0,
+    "ros_timeout": 5.0, "serve_approvals": True, "approval_action": "approve_motion",
+    "camera_topics": ["perception/detections_image", "camera/color/image_raw"], "camera_rate": 2.0,
+    "camera_stale": 3.0, "bag_dirs": [""],
 }
 
 
@@ -46,6 +51,10 @@ class FakeControls:
     def answer(self, text: str) -> str:
         raise ControlError("the robot has no open question")
 
+    def approve(self, approved: bool) -> str:
+        self.calls.append(("approve", str(approved)))
+        return "approved" if approved else "denied"
+
     def estop(self) -> str:
         self.calls.append(("estop",))
         return "e-stop sent"
@@ -56,10 +65,11 @@ class FakeControls:
 
 
 def client(s: WebSettings, env: dict[str, str] | None = None, tdir: Path | None = None,
-           state: MonitorState | None = None) -> tuple[TestClient, FakeControls]:
+           state: MonitorState | None = None, bag_dirs: tuple[Path, ...] = (),
+           camera: Any = lambda: None) -> tuple[TestClient, FakeControls]:
     controls = FakeControls()
     app = create_app(state or MonitorState(), controls, Access(s, env or {}), tdir or s.transcript_dir,
-                     logging.getLogger("test"), poll_s=0.05)
+                     logging.getLogger("test"), poll_s=0.05, bag_dirs=bag_dirs, camera=camera)
     return TestClient(app), controls
 
 
@@ -162,3 +172,90 @@ def test_history_lists_views_and_downloads(tmp_path: Path) -> None:
     assert dl.status_code == 200 and dl.content == (tmp_path / "ep1.jsonl").read_bytes()
     assert "attachment" in dl.headers["content-disposition"]
     assert c.get("/api/history/..%2Fetc.jsonl").status_code == 404
+
+
+def test_settings_lists_and_defaults_of_the_media_and_approval_parameters() -> None:
+    s = settings(bag_dirs=["~/bags", ""])
+    assert s.camera_topics == ("perception/detections_image", "camera/color/image_raw")
+    assert s.bag_dirs == (Path("~/bags").expanduser(),) and s.serve_approvals
+    with pytest.raises(ValueError) as e:
+        settings(camera_rate=0.0, approval_action="")
+    assert "camera_rate" in str(e.value) and "approval_action" in str(e.value)
+
+
+def test_state_keeps_step_costs_scene_camera_and_approval() -> None:
+    st = MonitorState()
+    st.on_event(EventView("e1", 0, "SCENE_OBJECTS", "Scene: a red block."))
+    rows = [ScoreRow("Robot action: Pick the red block.", 0.7, 1.0, 0.7), ScoreRow("done.", 0.3, 1.0, 0.3)]
+    st.on_scores("e1", 1, rows, "done.", StepStats(812, 40, 1.25, 1.5))
+    st.on_scores("e1", 1, rows, "done.", StepStats(812, 41, 1.0, 1.2))  # the same step again replaces it
+    st.on_scores("e1", 2, rows, "done.", StepStats(830, 12, 0.5, 0.6))
+    snap = st.snapshot()
+    assert [(x["step"], x["new_tokens"], x["llm_s"]) for x in snap["steps"]] == [(1, 41, 1.0), (2, 12, 0.5)]
+    assert snap["steps"][0]["candidates"] == 2 and snap["steps"][0]["chosen"] == "done."
+    st.on_event(EventView("e2", 0, "SCENE_OBJECTS", "Scene: nothing."))  # a new episode starts a new table
+    assert st.snapshot()["steps"] == []
+    v = st.version
+    scene = {"frame": "base_link", "source": "oracle", "held": [], "objects": [{"name": "red block", "x": 0.5}]}
+    st.on_scene(scene)
+    st.on_scene(dict(scene))  # unchanged: no new version
+    assert st.version == v + 1 and st.snapshot()["scene"]["objects"][0]["name"] == "red block"
+    st.on_camera({"topic": "camera/color/image_raw", "seq": 3, "width": 64, "height": 48, "stamp": 1.0})
+    st.on_approval("a1", "Approve this robot motion? (yes/no) pick_place", 30.0)
+    snap = st.snapshot()
+    assert snap["camera"]["seq"] == 3 and snap["approval"]["request"].startswith("Approve")
+    st.clear_approval("other")
+    assert st.snapshot()["approval"]
+    st.clear_approval("a1")
+    assert st.snapshot()["approval"] == {}
+
+
+def test_camera_frames_become_jpegs_and_bad_frames_are_refused() -> None:
+    rgb = np.zeros((48, 64, 3), np.uint8)
+    rgb[:, :32] = (255, 0, 0)
+    jpg = jpeg_from_image(rgb.tobytes(), 64, 48, "rgb8")
+    assert jpg[:3] == b"\xff\xd8\xff"
+    from PIL import Image
+    img = Image.open(io.BytesIO(jpg))
+    assert img.size == (64, 48) and img.getpixel((5, 20))[0] > 200 and img.getpixel((60, 20))[0] < 60
+    bgr = jpeg_from_image(rgb[:, :, ::-1].tobytes(), 64, 48, "bgr8")
+    assert Image.open(io.BytesIO(bgr)).getpixel((5, 20))[0] > 200  # the same picture
+    wide = jpeg_from_image(np.zeros((10, 1280, 3), np.uint8).tobytes(), 1280, 10, "rgb8", max_width=640)
+    assert Image.open(io.BytesIO(wide)).size == (640, 5)
+    with pytest.raises(ValueError, match="unsupported colour encoding"):
+        jpeg_from_image(b"\0" * 100, 10, 5, "16UC1")
+    with pytest.raises(ValueError, match="too short"):
+        jpeg_from_image(b"\0" * 10, 64, 48, "rgb8")
+    c, _ = client(settings(), camera=lambda: None)
+    assert c.get("/api/camera.jpg").status_code == 404
+    c, _ = client(settings(), camera=lambda: jpg)
+    r = c.get("/api/camera.jpg")
+    assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg" and r.content == jpg
+
+
+def test_bag_statistics_from_metadata(tmp_path: Path) -> None:
+    fixture = Path(__file__).resolve().parents[3] / "test" / "fixtures" / "bags"
+    bags = list_bags([fixture, tmp_path / "missing"])
+    assert [b["name"] for b in bags] == ["sim_demo"]
+    b = bags[0]
+    assert b["storage"] == "mcap" and b["messages"] == 2516 and abs(b["duration_s"] - 43.42052819) < 1e-6
+    assert b["size"] == (fixture / "sim_demo" / "sim_demo.mcap").stat().st_size
+    assert b["custom_data"]["monologue.robot"] == "sim"
+    counts = {t["topic"]: t["messages"] for t in b["topics"]}
+    assert counts["/rosout"] == 0 and sum(counts.values()) == 2516
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "metadata.yaml").write_text("rosbag2_bagfile_information: [1, 2\n")
+    broken = list_bags([tmp_path])
+    assert broken[0]["name"] == "broken" and "unreadable metadata.yaml" in broken[0]["error"]
+    c, _ = client(settings(), bag_dirs=(fixture,))
+    assert [x["name"] for x in c.get("/api/bags").json()] == ["sim_demo"]
+
+
+def test_approval_endpoint_needs_control() -> None:
+    c, controls = client(settings())
+    assert c.post("/api/approval", json={"approve": True}).json()["message"] == "approved"
+    assert c.post("/api/approval", json={"approve": False}).json()["message"] == "denied"
+    assert controls.calls == [("approve", "True"), ("approve", "False")]
+    assert c.post("/api/approval", json={}).status_code == 422
+    c, controls = client(settings(read_only=True))
+    assert c.post("/api/approval", json={"approve": True}).status_code == 403 and controls.calls == []

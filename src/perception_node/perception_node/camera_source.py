@@ -36,9 +36,10 @@ from monologue_domain.msgs import scene_object_to_msg
 from monologue_interfaces.msg import DetectionQueries, SceneDescription
 from monologue_vision.images import decode_color, decode_depth
 
-from .core.detectors import GroundTruthObject, make_detector
+from .core.detectors import Detection, GroundTruthObject, make_detector
 from .core.geometry import Intrinsics, in_view, transform_from_quaternion
 from .core.memory import ObjectMemory
+from .core.overlay import draw_detections
 from .core.pipeline import STAGES, Frame, PerceptionPipeline
 from .core.scene import SceneObject
 from .core.settings import PerceptionSettings
@@ -103,6 +104,7 @@ class CameraSource:
             node.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True), static_qos,
                                      callback_group=group)
         self._markers = node.create_publisher(MarkerArray, "perception/markers", 10)
+        self._overlay = node.create_publisher(Image, "perception/detections_image", 2)
         self._diag = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # Polls faster than process_rate so that a pair waiting for /tf is taken as soon as it can be.
         node.create_timer(min(1.0 / p.process_rate, 0.05), self._tick,
@@ -227,6 +229,8 @@ class CameraSource:
         out = self._scene_msg(color, objects, gt)
         self._publish(out)
         self._markers.publish(self._marker_msg(out))
+        if self._overlay.get_subscription_count() > 0:  # drawn only for someone watching
+            self._overlay.publish(self._overlay_msg(color, rgb, result.detections))
         latencies = dict(result.latencies_s, publish=time.perf_counter() - t1)
         self._diagnostics(color, latencies, result.dropped, len(result.detections))
 
@@ -240,6 +244,13 @@ class CameraSource:
             out.objects.extend(o for o in gt.objects if o.category == "location")
             out.held_objects = list(gt.held_objects)
         return out
+
+    @staticmethod
+    def _overlay_msg(color: Image, rgb: np.ndarray, detections: tuple[Detection, ...]) -> Image:
+        drawn = draw_detections(rgb, detections)
+        h, w = drawn.shape[:2]
+        return Image(header=color.header, height=h, width=w, encoding="rgb8", is_bigendian=0, step=w * 3,
+                     data=drawn.tobytes())
 
     def _marker_msg(self, scene: SceneDescription) -> MarkerArray:
         arr = MarkerArray()

@@ -30,9 +30,9 @@ from monologue_interfaces.msg import (
 from monologue_llm.factory import make_backend_from_params
 
 from .core.episode import EpisodeError, StepRecord
+from .core.role_llm import close_role_backends
 from .core.runner import EpisodeOutcome, EpisodeRunner, GoalRequest, PreparedEpisode
 from .core.settings import PlannerSettings, settings_from_parameters
-from .core.statler_loop import close_writer_backends
 from .ros_ports import RosHumanAsker, RosRobotStatus, RosScenePort, RosSkillsPort, RosSuccessPort
 
 _Goal = ExecuteInstruction.Goal
@@ -180,7 +180,9 @@ class PlannerNode(Node):
         return result_msg(outcome)
 
     def _publish_scores(self, episode_id: str, r: StepRecord) -> None:
-        msg = StepScores(episode_id=episode_id, step=r.step, normalization=r.normalization, chosen=r.chosen.text)
+        msg = StepScores(episode_id=episode_id, step=r.step, normalization=r.normalization, chosen=r.chosen.text,
+                         prompt_tokens=max(0, int(r.prompt_tokens)), new_tokens=max(0, int(r.new_tokens)),
+                         llm_seconds=float(r.llm_s), step_seconds=float(r.step_s))
         msg.stamp = self.get_clock().now().to_msg()
         msg.scores = [
             SkillScore(candidate=c.text, llm_score=float(c.llm_score), llm_logprob=float(c.llm_logprob),
@@ -192,7 +194,7 @@ class PlannerNode(Node):
     def destroy_node(self) -> None:
         try:
             self.runner.llm.close()
-            close_writer_backends()  # Statler's own writer LLMs (statler.writer_llm), if any were built
+            close_role_backends()  # strategies' own role LLMs (statler.writer_llm, multitalk.analyzer_llm)
         finally:
             super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
 

@@ -442,3 +442,43 @@ def test_resume_is_refused(make_runner: Any, world_ports: Any, tmp_path: Path) -
                         logging.getLogger("test"), resume=True, strategy_settings=runner.settings.strategy_settings)
     assert run_multitalk(ep).error == EpisodeError.INVALID_GOAL
     assert dataclasses.is_dataclass(ep)
+
+
+def test_the_analyzer_can_run_on_its_own_backend(make_runner: Any, world_ports: Any, tmp_path: Path) -> None:
+    """`multitalk.analyzer_llm`: the Analyzer's answers come from its own backend (here a cassette recorded
+    from a scripted Analyzer in a first run; replay loads no model), the Planner's from the planner's LLM."""
+    from monologue_llm.cassette import CassetteBackend
+    from planner_node.core.role_llm import close_role_backends
+
+    verdicts = ["Step-by-step Instructions:\n1: no violations\n2: The red block does not match the blue bowl "
+                "# the task asks for matching bowls\n3: no violations", "Feasible Plan!"]
+    cassette = tmp_path / "analyzer.jsonl"
+    recorded = CassetteBackend(Dialogue([WRONG_PLAN, GOOD_PLAN], list(verdicts)), cassette, "record")
+    first = run(make_runner, recorded, geo_ports(world_ports, scene(), WS))
+    assert first.result.error == EpisodeError.NONE, first.result.reason
+
+    planner_only = Dialogue([WRONG_PLAN, GOOD_PLAN])  # no Analyzer answers: an Analyzer call here gets ""
+    world = scene()
+    own = {"multitalk.analyzer_llm.backend": "llama_cpp", "multitalk.analyzer_llm.cassette_mode": "replay",
+           "multitalk.analyzer_llm.cassette_path": str(cassette)}
+    try:
+        out = run(make_runner, planner_only, geo_ports(world_ports, world, WS), **own)
+    finally:
+        close_role_backends()
+    assert out.result.error == EpisodeError.NONE, out.result.reason
+    assert planner_only.prompts["Analyzer"] == [] and len(planner_only.prompts["Planner"]) == 2
+    assert world.is_on("red block", "red bowl") and world.is_on("blue block", "blue bowl")
+    task = next(e for e in out.events if e.data.get("multitalk") == "task")
+    assert task.data["analyzer_llm"] == "cassette[replay](none)"
+    assert "analyzer_llm" not in next(e for e in first.events if e.data.get("multitalk") == "task").data
+
+
+def test_analyzer_llm_settings_are_validated(planner_parameters: Any) -> None:
+    base = {**planner_parameters(), "strategy": "multitalk"}
+    assert settings_from_parameters(base).strategy_settings["multitalk"].analyzer_llm == {}
+    s = settings_from_parameters({**base, "multitalk.analyzer_llm.backend": "openai",
+                                  "multitalk.analyzer_llm.model": "critic"}).strategy_settings["multitalk"]
+    assert s.analyzer_llm["backend"] == "openai" and s.analyzer_llm["model"] == "critic"
+    with pytest.raises(ValueError) as e:
+        settings_from_parameters({**base, "multitalk.analyzer_llm.backend": "gpt4"})
+    assert "multitalk.analyzer_llm.backend" in str(e.value)

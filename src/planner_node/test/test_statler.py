@@ -471,7 +471,7 @@ def test_the_writer_can_run_on_its_own_backend(make_runner, world_ports, tmp_pat
     """Reader: the planner's LLM; writer: `statler.writer_llm` built by monologue_llm's factory, here a
     cassette (replay loads no model) recorded from a scripted writer in a first run."""
     from monologue_llm.cassette import CassetteBackend
-    from planner_node.core.statler_loop import close_writer_backends
+    from planner_node.core.role_llm import close_role_backends
 
     reader = ['update_wm("The cyan block is dirty")\n',
               'put_first_on_second("cyan block", "green bowl")\nupdate_wm("Put the cyan block in the green bowl")\n']
@@ -489,7 +489,7 @@ def test_the_writer_can_run_on_its_own_backend(make_runner, world_ports, tmp_pat
     try:
         out = run(make_runner, only_reader, world_ports(world()), instruction, **writer)
     finally:
-        close_writer_backends()
+        close_role_backends()
     assert out.result.error == EpisodeError.NONE, out.result.reason
     assert only_reader.writer_prompts == [] and len(only_reader.reader_prompts) == 2
     assert [e.data["world_state"] for e in statler_events(out, "state")][1:] == \

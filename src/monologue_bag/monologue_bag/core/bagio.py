@@ -10,6 +10,8 @@ A bag directory may also hold sidecar files next to the bag: the planner's LLM c
 from __future__ import annotations
 
 import logging
+import struct
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,9 +24,13 @@ from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLi
 from rosbags.rosbag2 import Writer
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2.errors import WriterError
+from rosbags.rosbag2.storage_mcap import McapReader
+from rosbags.rosbag2.storage_mcap import decompress as mcap_decompress
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from monologue_common.core.msgdefs import MessageDefinitions
 
 from .layout import CASSETTE_FILE, TRANSCRIPTS_DIR, bag_files_in
-from .msgdefs import MessageDefinitions
 
 _NEVER = QosTime(sec=2147483647, nsec=4294967295)  # rosbag2's "infinite" duration
 
@@ -147,6 +153,19 @@ class BagWriter:
             self._writer.write(conn, log_time_ns, data)
             self.counts[topic] += 1
 
+    def flush(self) -> bool:
+        """Put the messages buffered so far into the file (rosbags keeps the open MCAP chunk in memory
+        until 1 MiB), so a recorder killed later still leaves them readable (Bag reads a bag that was
+        never closed). True if anything was written."""
+        with self._lock:
+            storage = self._writer.storage if self._open else None
+            chunk = getattr(storage, "chunk", None)
+            if storage is None or chunk is None or not chunk.msgs:
+                return False
+            storage.close_chunk()  # type: ignore[attr-defined]  # rosbags' McapWriter
+            storage.bio.flush()  # type: ignore[attr-defined]
+            return True
+
     def close(self) -> None:
         """Finish the MCAP file and write metadata.yaml; idempotent."""
         with self._lock:
@@ -175,14 +194,97 @@ class BagMessage:
     data: bytes  # serialized CDR, as published
 
 
-class Bag:
-    """A recorded rosbag2 directory, read with rosbags (definitions from the bag itself)."""
+_MCAP_MAGIC = b"\x89MCAP0\r\n"
+_OP_FOOTER, _OP_CHUNK, _OP_MESSAGE, _OP_DATA_END = 0x02, 0x06, 0x05, 0x0F
 
-    def __init__(self, path: Path) -> None:
+
+def _chunk_messages(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, bytes]]:
+    """(log time ns, channel id, serialized message) of every message in the MCAP chunks of data[start:end]."""
+    pos = start
+    while pos + 9 <= end:
+        op, (length,) = data[pos], struct.unpack_from("<Q", data, pos + 1)
+        body = pos + 9
+        pos = body + length
+        if op != _OP_CHUNK:
+            continue
+        _t0, _t1, size, crc = struct.unpack_from("<QQQI", data, body)
+        (clen,) = struct.unpack_from("<I", data, body + 28)
+        compression = data[body + 32: body + 32 + clen].decode()
+        (rlen,) = struct.unpack_from("<Q", data, body + 32 + clen)
+        at = body + 40 + clen
+        records = mcap_decompress(data[at: at + rlen], compression, size, crc)
+        i = 0
+        while i + 9 <= len(records):
+            rop, (rsize,) = records[i], struct.unpack_from("<Q", records, i + 1)
+            if rop == _OP_MESSAGE:
+                channel, _seq, log_time, _pub = struct.unpack_from("<HIQQ", records, i + 9)
+                yield log_time, channel, records[i + 9 + 22: i + 9 + rsize]
+            i += 9 + rsize
+
+
+def _finished_copy(mcap: Path, into: Path) -> None:
+    """Write into the directory `into` a complete rosbag2 bag with every record of `mcap`, an MCAP file
+    whose writer never finished it (a killed recorder): the records up to the last complete one, then
+    DataEnd and a footer without summary, read back and re-written so that metadata.yaml is right."""
+    data = mcap.read_bytes()
+    if not data.startswith(_MCAP_MAGIC):
+        raise BagError(f"{mcap} is not an MCAP file")
+    end = pos = len(_MCAP_MAGIC)
+    while pos + 9 <= len(data):
+        op, (length,) = data[pos], struct.unpack_from("<Q", data, pos + 1)
+        if op in (_OP_DATA_END, _OP_FOOTER) or pos + 9 + length > len(data):
+            break  # a finished file's summary section, or the record the kill cut
+        end = pos = pos + 9 + length
+    fixed = into / "cut.mcap"
+    fixed.write_bytes(data[:end] + bytes([_OP_DATA_END]) + struct.pack("<QI", 4, 0)
+                      + bytes([_OP_FOOTER]) + struct.pack("<QQQI", 20, 0, 0, 0) + _MCAP_MAGIC)
+    reader = McapReader(fixed)  # the schemas and channels (rosbags scans the chunks for them)
+    reader.open()
+    try:
+        writer = Writer(into / "bag", version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
+        writer.open()
+        # the MCAP file has every definition but not the type hashes (metadata.yaml had them): derive them
+        store = get_typestore(Stores.EMPTY)
+        for c in reader.connections:
+            store.register(get_types_from_msg(c.msgdef.data, c.msgtype))
+        conns = {c.id: writer.add_connection(
+            c.topic, c.msgtype, typestore=store,
+            offered_qos_profiles=list(getattr(c.ext, "offered_qos_profiles", []))) for c in reader.connections}
+        # rosbags reads an MCAP file without a summary only if its messages are in time order across chunks,
+        # which a recorder writing publishers' send times is not: read the chunks here, in time order
+        for t, channel, raw in sorted(_chunk_messages(data, len(_MCAP_MAGIC), end), key=lambda m: m[0]):
+            if channel in conns:
+                writer.write(conns[channel], t, raw)
+        writer.close()
+    finally:
+        reader.close()
+        fixed.unlink()
+
+
+class Bag:
+    """A recorded rosbag2 directory, read with rosbags (definitions from the bag itself).
+
+    A bag whose recorder was killed (no metadata.yaml, an MCAP file without its summary) is read up to
+    the last chunk the recorder flushed, from a finished copy in a temporary directory (logged)."""
+
+    def __init__(self, path: Path, logger: logging.Logger | None = None) -> None:
         self.path = Path(path)
+        self._copy: tempfile.TemporaryDirectory[str] | None = None
+        source = self.path
         if not (self.path / "metadata.yaml").is_file():
-            raise BagError(f"{self.path} is not a rosbag2 directory (no metadata.yaml)")
-        self._reader = AnyReader([self.path])
+            mcaps = sorted(self.path.glob("*.mcap")) if self.path.is_dir() else []
+            if len(mcaps) != 1:
+                raise BagError(f"{self.path} is not a rosbag2 directory (no metadata.yaml)")
+            self._copy = tempfile.TemporaryDirectory(prefix="monologue_bag_")
+            try:
+                _finished_copy(mcaps[0], Path(self._copy.name))
+            except Exception as e:  # a file cut inside its header, a foreign file, ...
+                self._copy.cleanup()
+                raise BagError(f"cannot read the unfinished bag {self.path}: {e}") from e
+            source = Path(self._copy.name) / "bag"
+            (logger or logging.getLogger("monologue_bag")).warning(
+                "%s was not finished (no metadata.yaml: the recorder was killed?); reading what it flushed", mcaps[0])
+        self._reader = AnyReader([source])
         try:
             self._reader.open()
         except Exception as e:  # rosbags raises several types for corrupt or foreign bags
@@ -201,6 +303,8 @@ class Bag:
 
     def close(self) -> None:
         self._reader.close()
+        if self._copy is not None:
+            self._copy.cleanup()
 
     @property
     def start_ns(self) -> int:
@@ -213,6 +317,8 @@ class Bag:
     @property
     def custom_data(self) -> dict[str, str]:
         """The `custom_data` of metadata.yaml (who recorded, with which robot and LLM, ...)."""
+        if not (self.path / "metadata.yaml").is_file():
+            return {}  # an unfinished bag: metadata.yaml is written when the recording ends
         meta = yaml.safe_load((self.path / "metadata.yaml").read_text(encoding="utf-8"))
         info = meta.get("rosbag2_bagfile_information", {}) if isinstance(meta, dict) else {}
         return {str(k): str(v) for k, v in (info.get("custom_data") or {}).items()}

@@ -165,7 +165,10 @@ def parameters_from_files(files: Iterable[Path], node: str) -> dict[str, object]
 
     out: dict[str, object] = {}
     for f in files:
-        doc = yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {}
+        try:
+            doc = yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise ValueError(f"{f}: not a valid YAML file: {e}") from e
         for section in ("/**", node):
             out.update(flatten((doc.get(section) or {}).get("ros__parameters") or {}))
     return out

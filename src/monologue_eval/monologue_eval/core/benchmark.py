@@ -65,6 +65,42 @@ PAPER_TABLE1: dict[str, dict[str, float]] = {
 }
 
 STRATEGIES = {"scoring": "inner_monologue", "generative": "inner_monologue_generative"}
+WORDINGS = ("original", "paraphrase")
+MIN_WORDINGS = 3  # per family (issue 18)
+
+
+def load_wordings(path: Path, families: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    """The paraphrase list (config/benchmarks/wordings.yaml): family -> wordings. `families` maps each family
+    to the slots its tasks have; ValueError naming the file for a missing family, too few wordings or an
+    unknown placeholder."""
+    import string
+
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise ValueError(f"{path}: cannot read the wordings: {e}") from e
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping family -> list of wordings")
+    out: dict[str, tuple[str, ...]] = {}
+    problems = [f"unknown family {k!r}" for k in data if k not in families]
+    for family, slots in families.items():
+        texts = data.get(family)
+        if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
+            problems.append(f"{family}: expected a list of non-empty strings")
+            continue
+        if len(texts) < MIN_WORDINGS:
+            problems.append(f"{family}: {len(texts)} wordings, at least {MIN_WORDINGS} needed")
+        allowed = set(slots) | ({"prep"} if "target" in slots else set())
+        for t in texts:
+            names = {f for _, f, _, _ in string.Formatter().parse(t) if f is not None}
+            if names - allowed:
+                problems.append(f"{family}: {t!r} uses {sorted(names - allowed)}; allowed {sorted(allowed)}")
+        out[family] = tuple(texts)
+    if problems:
+        raise ValueError(f"{path}: " + "; ".join(problems))
+    return out
 
 
 @dataclass(frozen=True)
@@ -77,8 +113,11 @@ class Settings:
     affordances: bool  # SayCan-style affordances in the planner (IM's sim has none)
     place_noise_m: float  # N(0, std) on place positions, m (IM: 0.02)
     max_steps: int  # k
+    wording: str = "original"  # "original" (IM Table 1's) | "paraphrase" (config/benchmarks/wordings.yaml)
 
     def validate(self) -> None:
+        if self.wording not in WORDINGS:
+            raise ValueError(f"wording must be one of {list(WORDINGS)}, got {self.wording!r}")
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {self.strategy!r}")
         if self.max_steps < 1:
@@ -184,7 +223,8 @@ class ResultStore:
         mine = asdict(settings)
         if self.run_file.is_file():
             theirs = json.loads(self.run_file.read_text(encoding="utf-8")).get("settings", {})
-            diff = {k: (theirs.get(k), v) for k, v in mine.items() if theirs.get(k) != v}
+            defaults = {f.name: f.default for f in fields(Settings)}  # runs from before a field existed
+            diff = {k: (theirs.get(k, defaults[k]), v) for k, v in mine.items() if theirs.get(k, defaults[k]) != v}
             if diff:
                 raise SettingsMismatch(
                     f"{self.out} holds a run with other settings (theirs, ours): {diff}; "

@@ -81,7 +81,9 @@ def settings_text(settings: Settings, episodes: int) -> str:
     aff = "on (SayCan-style)" if settings.affordances else "off (as IM's sim)"
     return (f"LLM `{settings.llm}`, strategy `{settings.strategy}`, affordances {aff}, place noise "
             f"N(0, {settings.place_noise_m:g} m), k = {settings.max_steps}, seed {settings.seed}, "
-            f"{episodes} episode(s) per cell (paper: {PAPER_EPISODES})")
+            f"{episodes} episode(s) per cell (paper: {PAPER_EPISODES})"
+            + ("" if settings.wording == "original"
+               else f", wording `{settings.wording}` (config/benchmarks/wordings.yaml)"))
 
 
 def report_markdown(

@@ -9,27 +9,32 @@ snapshot on every change, the control endpoints (through a `Controls` port) and 
     POST /api/cancel            cancel the goal sent from the page
     POST /api/interject         {"text"}                 an interjection on human/input
     POST /api/answer            {"text"}                 answer the robot's open question
+    POST /api/approval          {"approve": bool}        approve or deny the skills node's pending request
     POST /api/estop             publish true on `estop` (latches the skills node)
     POST /api/estop_reset       call `estop_reset`
     GET  /api/history           past transcripts of transcript_dir
     GET  /api/history/{name}    one transcript as JSON; /download: the JSONL file
+    GET  /api/bags              recorded bags in bag_dirs with their statistics
+    GET  /api/camera.jpg        the current camera frame (detections drawn when perception publishes them)
 
 Control requests carry the token in the `X-Monologue-Token` header (see access.Access).
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 from fastapi import FastAPI, Header, HTTPException, WebSocket, WebSocketDisconnect
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from .access import Access
 from .history import episode_file, list_episodes, read_episode
+from .media import list_bags
 from .state import MonitorState
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
@@ -48,6 +53,7 @@ class Controls(Protocol):
     def cancel(self) -> str: ...
     def interject(self, text: str) -> str: ...
     def answer(self, text: str) -> str: ...
+    def approve(self, approved: bool) -> str: ...
     def estop(self) -> str: ...
     def estop_reset(self) -> str: ...
 
@@ -61,9 +67,15 @@ class Text(BaseModel):
     text: str
 
 
+class Verdict(BaseModel):
+    approve: bool
+
+
 def create_app(state: MonitorState, controls: Controls, access: Access, transcript_dir: Path,
-               logger: logging.Logger, poll_s: float = 1.0) -> FastAPI:
-    """The app; `poll_s` (s) bounds how long a websocket waits before it checks its connection."""
+               logger: logging.Logger, poll_s: float = 1.0, bag_dirs: Sequence[Path] = (),
+               camera: Callable[[], bytes | None] = lambda: None) -> FastAPI:
+    """The app; `poll_s` (s) bounds how long a websocket waits before it checks its connection;
+    `camera` gives the current frame as a JPEG (None without one)."""
     app = FastAPI(title="monologue-web", docs_url=None, redoc_url=None, openapi_url=None)
 
     def control(token: str | None, what: str, act: Any) -> dict[str, Any]:
@@ -112,6 +124,10 @@ def create_app(state: MonitorState, controls: Controls, access: Access, transcri
             raise HTTPException(status_code=422, detail="empty answer")
         return control(x_monologue_token, "answer", lambda: controls.answer(text))
 
+    @app.post("/api/approval")
+    def post_approval(body: Verdict, x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
+        return control(x_monologue_token, "approval", lambda: controls.approve(body.approve))
+
     @app.post("/api/estop")
     def post_estop(x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
         return control(x_monologue_token, "e-stop", controls.estop)
@@ -137,6 +153,17 @@ def create_app(state: MonitorState, controls: Controls, access: Access, transcri
     @app.get("/api/history/{name}/download")
     def download_episode(name: str) -> FileResponse:
         return FileResponse(_file(name), media_type="application/x-ndjson", filename=name)
+
+    @app.get("/api/bags")
+    def get_bags() -> list[dict[str, Any]]:
+        return list_bags(list(bag_dirs))
+
+    @app.get("/api/camera.jpg")
+    def get_camera() -> Response:
+        data = camera()
+        if data is None:
+            raise HTTPException(status_code=404, detail="no camera frame yet")
+        return Response(data, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
 
     @app.websocket("/ws")
     async def ws(socket: WebSocket) -> None:

@@ -22,6 +22,12 @@ class WebSettings:
     answer_timeout_s: float            # s to wait for an answer when the question gives none
     serve_ask_human: bool              # serve the ask_human action (the robot's questions)
     ros_timeout_s: float               # s to wait for an action or service server
+    serve_approvals: bool              # serve the skills node's approval gate (approve / deny in the page)
+    approval_action: str               # its AskHuman action (skills `approval.action`)
+    camera_topics: tuple[str, ...]     # images to show, first preferred while it is fresh
+    camera_rate: float                 # Hz: at most this many new frames announced to the page
+    camera_stale_s: float              # s after which a preferred topic's frame gives way to the next
+    bag_dirs: tuple[Path, ...]         # directories holding recorded bags (history)
     unused: tuple[str, ...] = ()       # parameters set but not read
 
     @property
@@ -47,6 +53,12 @@ def settings_from_parameters(params: Mapping[str, object]) -> WebSettings:
         answer_timeout_s=r.number("answer_timeout", 0.0, low_open=True),
         serve_ask_human=r.boolean("serve_ask_human"),
         ros_timeout_s=r.number("ros_timeout", 0.0, low_open=True),
+        serve_approvals=r.boolean("serve_approvals"),
+        approval_action=r.string("approval_action", nonempty=True),
+        camera_topics=r.strings("camera_topics"),
+        camera_rate=r.number("camera_rate", 0.0, low_open=True),
+        camera_stale_s=r.number("camera_stale", 0.0, low_open=True),
+        bag_dirs=tuple(Path(d).expanduser() for d in r.strings("bag_dirs")),
     )
     r.finish()
     # not read: rclpy's own parameters, and the shared llm block of config/llm/*.yaml (`/**`)

@@ -38,6 +38,16 @@ class ScoreRow:
     chosen: bool = False
 
 
+@dataclass(frozen=True)
+class StepStats:
+    """Cost of one planning step: LLM tokens and wall time."""
+
+    prompt_tokens: int
+    new_tokens: int
+    llm_s: float                       # s in the LLM
+    step_s: float                      # s to choose the step
+
+
 class MonitorState:
     """Thread-safe state of the live monitor: transcript, step scores, robot status, current skill,
     the robot's open question and the last goal sent from the page."""
@@ -54,6 +64,10 @@ class MonitorState:
         self._skill: dict[str, Any] = {}
         self._question: dict[str, Any] = {}
         self._goal: dict[str, Any] = {"state": "idle", "message": ""}
+        self._steps: list[dict[str, Any]] = []      # per planning step: tokens and latency
+        self._scene: dict[str, Any] = {}
+        self._camera: dict[str, Any] = {}
+        self._approval: dict[str, Any] = {}
         self.viewers = 0  # pages connected now (the robot's questions are only taken while one is open)
 
     # ---- updates ---------------------------------------------------------------------------------
@@ -69,6 +83,7 @@ class MonitorState:
                 self._events = []
                 self._scores = {}
                 self._skill = {}
+                self._steps = []
             if any(e.index == event.index for e in self._events):
                 return
             self._events.append(event)
@@ -82,13 +97,46 @@ class MonitorState:
                 self._skill = {}
             self._bump()
 
-    def on_scores(self, episode_id: str, step: int, rows: Sequence[ScoreRow], chosen: str) -> None:
-        """The score table of one planning step (rows in scoring order, `chosen` marked)."""
+    def on_scores(self, episode_id: str, step: int, rows: Sequence[ScoreRow], chosen: str,
+                  stats: StepStats | None = None) -> None:
+        """The score table of one planning step (rows in scoring order, `chosen` marked) and its
+        token and latency figures."""
         with self._cond:
             marked = [ScoreRow(r.candidate, r.llm, r.affordance, r.combined, r.candidate == chosen) for r in rows]
             self._scores = {"episode_id": episode_id, "step": step, "chosen": chosen,
                             "rows": [asdict(r) for r in marked]}
+            if stats is not None and episode_id in (self._episode, ""):
+                self._steps = [x for x in self._steps if x["step"] != step]
+                self._steps.append({"step": step, "chosen": chosen, "candidates": len(rows), **asdict(stats)})
+                self._steps.sort(key=lambda x: int(x["step"]))
             self._bump()
+
+    def on_scene(self, scene: Mapping[str, Any]) -> None:
+        """The scene description for the top view: {frame, source, held, objects: [{name, category,
+        x, y, z, sx, sy, sz (m), visible}]}."""
+        with self._cond:
+            if dict(scene) == self._scene:
+                return
+            self._scene = dict(scene)
+            self._bump()
+
+    def on_camera(self, frame: Mapping[str, Any]) -> None:
+        """A new camera frame is available at /api/camera.jpg: {topic, seq, width, height (px), stamp (s)}."""
+        with self._cond:
+            self._camera = dict(frame)
+            self._bump()
+
+    def on_approval(self, approval_id: str, request: str, timeout_s: float) -> None:
+        """The skills node asks a person to approve a skill or motion (its approval gate); `timeout_s` s."""
+        with self._cond:
+            self._approval = {"id": approval_id, "request": request, "timeout_s": timeout_s, "asked": self._clock()}
+            self._bump()
+
+    def clear_approval(self, approval_id: str) -> None:
+        with self._cond:
+            if self._approval.get("id") == approval_id:
+                self._approval = {}
+                self._bump()
 
     def on_status(self, status: Mapping[str, Any]) -> None:
         """The robot's status (RobotStatus fields: ok, estop_latched, estop_reason, fault, ...)."""
@@ -147,6 +195,10 @@ class MonitorState:
                 "skill": dict(self._skill),
                 "question": dict(self._question),
                 "goal": dict(self._goal),
+                "steps": [dict(x) for x in self._steps],
+                "scene": dict(self._scene),
+                "camera": dict(self._camera),
+                "approval": dict(self._approval),
             }
 
     def wait_change(self, version: int, timeout_s: float) -> int:

@@ -83,6 +83,77 @@ function renderStatus(st) {
   $("estop").classList.toggle("latched", !!st.estop_latched);
 }
 
+function renderSteps(steps) {
+  const tb = $("steps").tBodies[0];
+  tb.replaceChildren();
+  for (const x of steps || []) {
+    const tr = document.createElement("tr");
+    tr.dataset.step = x.step;
+    for (const t of [x.step, x.chosen, x.candidates, x.prompt_tokens, x.new_tokens, x.llm_s.toFixed(2), x.step_s.toFixed(2)]) {
+      const td = document.createElement("td"); td.textContent = String(t); td.title = String(t); tr.appendChild(td);
+    }
+    tb.appendChild(tr);
+  }
+}
+
+const COLOURS = { red: "#e53935", green: "#43a047", blue: "#1e88e5", yellow: "#fdd835", orange: "#fb8c00",
+  purple: "#8e24aa", pink: "#ec407a", cyan: "#00acc1", brown: "#6d4c41", gray: "#9e9e9e", grey: "#9e9e9e",
+  white: "#fafafa", black: "#212121" };
+
+function colourOf(name) {
+  for (const w of name.toLowerCase().split(/\s+/)) if (COLOURS[w]) return COLOURS[w];
+  return "#78909c";
+}
+
+// Top view of the scene description: x (forward) up the canvas, y (left) to the left, metres to px.
+function renderScene(sc) {
+  const cv = $("topview");
+  const objs = (sc && sc.objects) || [];
+  cv.dataset.objects = JSON.stringify(objs.map((o) => o.name));
+  $("scene-info").textContent = objs.length ? `${sc.source || ""} · ${objs.length} objects · frame ${sc.frame || "?"}`
+    + (sc.held && sc.held.length ? ` · holding ${sc.held.join(", ")}` : "") : "";
+  const g = cv.getContext("2d");
+  g.clearRect(0, 0, cv.width, cv.height);
+  if (!objs.length) { g.fillStyle = "#889"; g.fillText("no scene description yet", 10, 20); return; }
+  const xs = objs.map((o) => o.x), ys = objs.map((o) => o.y);
+  const pad = 0.08;
+  const x0 = Math.min(...xs) - pad, x1 = Math.max(...xs) + pad, y0 = Math.min(...ys) - pad, y1 = Math.max(...ys) + pad;
+  const k = Math.min((cv.width - 160) / Math.max(y1 - y0, 1e-3), (cv.height - 40) / Math.max(x1 - x0, 1e-3));
+  const px = (o) => [cv.width / 2 - (o.y - (y0 + y1) / 2) * k, cv.height / 2 - (o.x - (x0 + x1) / 2) * k];
+  g.font = "10px system-ui, sans-serif";
+  for (const o of [...objs].sort((a, b) => (a.category === "location") - (b.category === "location"))) {
+    const [u, v] = px(o);
+    g.globalAlpha = o.visible === false ? 0.35 : 1.0;
+    if (o.category === "location") {
+      g.strokeStyle = "#90a4ae"; g.beginPath(); g.moveTo(u - 4, v); g.lineTo(u + 4, v); g.moveTo(u, v - 4); g.lineTo(u, v + 4); g.stroke();
+      g.fillStyle = "#90a4ae"; g.fillText(o.name, u + 5, v - 3);
+      continue;
+    }
+    const w = Math.max(o.sy * k, 6), h = Math.max(o.sx * k, 6);
+    g.fillStyle = colourOf(o.name); g.strokeStyle = "#263238";
+    if (/bowl|plate|cup/.test(o.category + " " + o.name)) {
+      const r = Math.max(w, h) / 2;
+      g.beginPath(); g.arc(u, v, r, 0, 2 * Math.PI); g.lineWidth = 3; g.strokeStyle = colourOf(o.name); g.stroke(); g.lineWidth = 1;
+      g.fillStyle = "#263238"; g.fillText(o.name, u - g.measureText(o.name).width / 2, v + r + 11);  // below the ring
+    } else {
+      g.fillRect(u - w / 2, v - h / 2, w, h); g.strokeRect(u - w / 2, v - h / 2, w, h);
+      g.fillStyle = "#263238"; g.fillText(o.name, u + w / 2 + 2, v + 3);
+    }
+  }
+  g.globalAlpha = 1.0;
+}
+
+let cameraSeq = -1;
+function renderCamera(cam) {
+  if (!cam || cam.seq === undefined || cam.seq === cameraSeq) return;
+  cameraSeq = cam.seq;
+  const img = $("camera");
+  img.onload = () => { img.hidden = false; $("camera-none").hidden = true; };
+  img.src = `/api/camera.jpg?seq=${cam.seq}`;
+  img.dataset.topic = cam.topic;
+  $("camera-topic").textContent = `${cam.topic} (${cam.width}×${cam.height})`;
+}
+
 let historyFor = "";
 
 function render(s) {
@@ -93,6 +164,12 @@ function render(s) {
     setTimeout(loadHistory, 500);
   }
   renderScores(s.scores || {});
+  renderSteps(s.steps);
+  renderScene(s.scene);
+  renderCamera(s.camera);
+  const a = s.approval || {};
+  $("approval-box").hidden = !a.request;
+  $("approval").textContent = a.request || "";
   renderStatus(s.status);
   const sk = s.skill || {};
   $("skill").textContent = sk.skill ? `${sk.skill}(${(sk.args || []).join(", ")}): ${sk.state || ""}` : "none";
@@ -135,6 +212,25 @@ async function loadHistory() {
   }
 }
 
+function fmtBytes(n) { return n > 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${(n / 1e3).toFixed(0)} kB`; }
+
+async function loadBags() {
+  const r = await fetch("/api/bags");
+  const rows = r.ok ? await r.json() : [];
+  const tb = $("bags").tBodies[0];
+  tb.replaceChildren();
+  for (const b of rows) {
+    const tr = document.createElement("tr");
+    tr.dataset.bag = b.name;
+    const topics = (b.topics || []).filter((t) => t.messages > 0).map((t) => `${t.topic} ${t.messages}`).join(", ");
+    const cells = b.error ? [b.name, "", "", "", "", b.error]
+      : [b.name, new Date(b.start_s * 1000).toLocaleString(), `${b.duration_s.toFixed(1)} s`, String(b.messages),
+         fmtBytes(b.size), topics];
+    for (const t of cells) { const td = document.createElement("td"); td.textContent = t; tr.appendChild(td); }
+    tb.appendChild(tr);
+  }
+}
+
 async function showEpisode(name) {
   const r = await fetch(`/api/history/${encodeURIComponent(name)}`);
   if (!r.ok) { say(`cannot read ${name}`, true); return; }
@@ -148,7 +244,9 @@ async function init() {
   try { config = await (await fetch("/api/config")).json(); } catch (e) { /* keep defaults */ }
   $("readonly").hidden = !config.read_only;
   $("token-row").hidden = !config.needs_token;
-  for (const id of ["send", "cancel", "interject", "estop-reset", "send-answer"]) $(id).disabled = config.read_only;
+  for (const id of ["send", "cancel", "interject", "estop-reset", "send-answer", "approve", "deny"]) $(id).disabled = config.read_only;
+  $("approve").onclick = () => control("/api/approval", { approve: true });
+  $("deny").onclick = () => control("/api/approval", { approve: false });
   $("instruction-form").onsubmit = async (ev) => {
     ev.preventDefault();
     const text = $("instruction").value.trim();
@@ -167,8 +265,9 @@ async function init() {
   };
   $("estop").onclick = () => control("/api/estop");
   $("estop-reset").onclick = () => control("/api/estop_reset");
-  $("refresh-history").onclick = loadHistory;
+  $("refresh-history").onclick = () => { loadHistory(); loadBags(); };
   connect();
   loadHistory();
+  loadBags();
 }
 init();

@@ -74,7 +74,7 @@ def take_interjections(ep: EpisodeContext) -> list[str]:
         if not text.strip():
             continue
         if ep.options.human_feedback:
-            text = " ".join(text.split())
+            text = " ".join(text.replace("\x00", "").split())  # NULs cannot go into a transcript
             ep.transcript.append(EventKind.HUMAN_INTERJECTION, ep.profile.human(text), {"text": text})
             taken.append(text)
         else:
@@ -129,7 +129,7 @@ def await_answer(ep: EpisodeContext, question: str) -> None:
         ep.transcript.append(EventKind.ERROR, f"No answer to {question!r} within {timeout_s:.0f} s",
                              {"question": question, "timeout_s": timeout_s})
         return
-    answer = " ".join(answer.split())
+    answer = " ".join(answer.replace("\x00", "").split())  # NULs cannot go into a transcript
     ep.transcript.append(EventKind.HUMAN_ANSWER, f"Human: {answer}", {"text": answer, "question": question})
 
 

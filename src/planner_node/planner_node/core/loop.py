@@ -7,7 +7,7 @@ chooser and options; every outcome ends the transcript (`finish`).
 """
 from __future__ import annotations
 
-from monologue_domain.transcript import EventKind
+from monologue_domain.transcript import EventKind, TranscriptWriteError
 from monologue_llm.base import LLMError
 
 from . import feedback, human, scene_feedback
@@ -130,6 +130,8 @@ def run_closed_loop(ep: EpisodeContext, choose: StepChooser) -> EpisodeResult:
     except PortUnavailable as e:
         ep.log.error("graph component unavailable: %s", e)
         return finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), executed, steps)
+    except TranscriptWriteError as e:  # no record of what the robot does: stop before it does more
+        return finish(transcript, EpisodeError.INTERNAL_ERROR, f"stopped: {e}", executed, steps)
     except Exception as e:  # a bug must still end the episode with its transcript saved
         ep.log.exception("episode failed unexpectedly")
         return finish(transcript, EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}", executed, steps)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from monologue_domain.transcript import EventKind
-from monologue_llm.base import LLMError
+from monologue_llm.base import LLMBackend, LLMError
 
 from .episode import EpisodeError, EpisodeResult, PlanningFailed, ScoredCandidate, StepRecord, finish, one_line
 from .feedback import pause_while_faulted, report_skill
@@ -64,6 +64,7 @@ from .multitalk_scene import (
 from .multitalk_settings import MultitalkSettings
 from .multitalk_sim import SimResult, SkillCall, simulate
 from .ports import PortUnavailable, SkillOption, Workspace, WorkspaceSource
+from .role_llm import role_backend
 from .strategy import EpisodeContext
 
 STAGE = "multitalk"  # the key of every event's data naming its stage
@@ -104,6 +105,7 @@ class _Run:
     executed: int = 0
     llm_s: float = 0.0
     prompt_tokens: int = 0
+    analyzer_llm: LLMBackend | None = None  # the Analyzer's own backend (None: the planner's, ep.llm)
     counts: dict[str, int] = field(default_factory=lambda: {
         "planner_rounds": 0, "analyzer_rounds": 0, "analyzer_rejections": 0, "question_rounds": 0,
         "perception_reruns": 0, "simulator_rejections": 0, "plans_accepted": 0, "reprompts": 0})
@@ -163,10 +165,11 @@ def _ask(run: _Run, conv: Conversation, message: str, max_tokens: int, role: str
         if ep.cancel.is_set():
             raise _Canceled()
         t0 = time.monotonic()
-        gen = ep.llm.generate(conv.prompt(message, tuple(notes)), stop=conv.stop, max_tokens=max_tokens)
+        llm = run.analyzer_llm if role == "analyzer" and run.analyzer_llm is not None else ep.llm
+        gen = llm.generate(conv.prompt(message, tuple(notes)), stop=conv.stop, max_tokens=max_tokens)
         run.llm_s += time.monotonic() - t0
         run.prompt_tokens = gen.prompt_tokens
-        raw = gen.text.strip()
+        raw = gen.text.replace("\x00", "").strip()  # NULs cannot go into a transcript
         try:
             parsed = parse(raw)
         except OutputRejected as e:
@@ -191,6 +194,7 @@ def _ask_person(run: _Run, question: str) -> str | None:
     if human is None or not run.ep.options.human_feedback:
         return None
     answer = human.ask(question, run.ep.options.answer_timeout_s, run.ep.cancel)
+    answer = answer.replace("\x00", "") if answer is not None else None  # NULs cannot go into a transcript
     return " ".join(answer.split()) if answer is not None and answer.strip() else None
 
 
@@ -310,7 +314,7 @@ def _interjections(run: _Run) -> str | None:
     if human is None:
         return None
     for text in human.poll():
-        text = " ".join(text.split())
+        text = " ".join(text.replace("\x00", "").split())  # NULs cannot go into a transcript
         if not text:
             continue
         stop = is_stop_request(text, run.ep.options.stop_phrases)
@@ -339,9 +343,13 @@ def run_multitalk(ep: EpisodeContext) -> EpisodeResult:
         workspace, source = _workspace(ep)
         ep.log.info("MultiTalk bounds from %s", source)
         run = _Run(ep, s, planner_file, analyzer_file, task, workspace)
+        if s.ablation == "full":
+            run.analyzer_llm = role_backend(ep.llm, s.analyzer_llm, "MultiTalk analyzer", ep.log)
         _perceive(run, "start")
         run.event(EventKind.HUMAN_INSTRUCTION, f"High-level Instruction: {task}", "task", instruction=task,
-                  ablation=s.ablation, accept_gate=s.accept_gate, bounds_source=source)
+                  ablation=s.ablation, accept_gate=s.accept_gate, bounds_source=source,
+                  **({"analyzer_llm": run.analyzer_llm.name}
+                     if run.analyzer_llm is not None and run.analyzer_llm is not ep.llm else {}))
         return _loop(run)
     except _Canceled:
         assert run is not None

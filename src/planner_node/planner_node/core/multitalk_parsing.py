@@ -17,7 +17,7 @@ FEASIBLE = "Feasible Plan!"
 PLAN, QUESTIONS, PERCEPTION = "plan", "questions", "perception"
 VERBS = ("move", "grasp", "home")
 
-_NUMBERED = re.compile(r"^\s*(\d+)\s*[:.)]\s*(.*?)\s*$")
+_NUMBERED = re.compile(r"^\s*(\d{1,9})\s*[:.)]\s*(.*?)\s*$")  # bounded: int() refuses > 4300 digits
 _ACTION = re.compile(r"^(\w+)\s*\((.*)\)\s*[.;,]?$", re.DOTALL)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _NO_VIOLATION = re.compile(r"^(?:no\s+violations?|none|ok|no\s+issues?)\W*$", re.IGNORECASE)

@@ -6,10 +6,13 @@ config/monologue.yaml (`planner: multitalk:`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from monologue_common.core.settings import ParamReader
+
+from .role_llm import read_role_llm
 
 ABLATIONS = ("full", "no_analyzer")  # full pipeline | Planner + Simulator (M Fig. 4)
 ACCEPT_GATES = ("off", "ask")  # the person's acceptance before the simulator (M l.134 "accepted by the user")
@@ -37,6 +40,9 @@ class MultitalkSettings:
     include_locations: bool  # the table's named locations in <objects> as zero-size boxes
     digits: int  # decimals of coordinates in the prompts
     home_skill: str  # skill run for home(); "" = none (the arm returns home after every pick_place)
+    # the Analyzer's own LLM block (the planner's `llm.*` with `multitalk.analyzer_llm.*` over it); {} = the
+    # planner's LLM (M uses one GPT-4 for both roles; a second model gives the analysis an independent view)
+    analyzer_llm: Mapping[str, object] = field(default_factory=dict)
 
     def prompt_path(self, role: str) -> Path:
         return self.prompt_dir / f"{self.prompts[role]}.txt"
@@ -63,4 +69,5 @@ def read_multitalk_settings(r: ParamReader, prompt_dir: str) -> MultitalkSetting
         include_locations=r.boolean("multitalk.include_locations"),
         digits=r.integer("multitalk.digits", low=1, high=6),
         home_skill=r.string("multitalk.home_skill"),
+        analyzer_llm=read_role_llm(r, "multitalk.analyzer_llm"),
     )

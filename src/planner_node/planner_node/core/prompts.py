@@ -225,7 +225,10 @@ def load_profile(prompt_dir: Path, name: str) -> PromptProfile:
     if not path.is_file():
         available = sorted(p.stem for p in prompt_dir.glob("*.yaml")) if prompt_dir.is_dir() else []
         raise ValueError(f"prompt profile {name!r} not found at {path}; available: {available}")
-    raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a valid YAML file: {e}") from e
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping")
     formats = raw.get("formats") or {}
@@ -238,10 +241,14 @@ def load_profile(prompt_dir: Path, name: str) -> PromptProfile:
         if not pre_path.is_file():
             raise ValueError(f"{path}: preamble file {pre_path} not found")
         preamble = pre_path.read_text(encoding="utf-8")
-    skills = {
-        str(k): SkillTemplate(str(v["template"]), dict(v.get("prepositions") or {}))
-        for k, v in (raw.get("skills") or {}).items()
-    }
+    try:
+        skills = {
+            str(k): SkillTemplate(str(v["template"]), dict(v.get("prepositions") or {}))
+            for k, v in (raw.get("skills") or {}).items()
+        }
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ValueError(f"{path}: skills must map each skill to {{template: ..., prepositions: {{...}}}} "
+                         f"({type(e).__name__}: {e})") from e
     if not skills:
         raise ValueError(f"{path}: no skill templates")
     return PromptProfile(

@@ -120,7 +120,7 @@ class EpisodeRunner:
 
     def interrupted(self) -> list[StoredEpisode]:
         """Episodes in transcript_dir that were not finished (resumable)."""
-        return find_interrupted(self.settings.transcript_dir)
+        return find_interrupted(self.settings.transcript_dir, self.log)
 
     # -- one episode ---------------------------------------------------------------------------
     def execute(
@@ -140,6 +140,10 @@ class EpisodeRunner:
             except ValueError as e:
                 self.log.error("invalid goal: %s", e)
                 return EpisodeOutcome(EpisodeResult(False, EpisodeError.INVALID_GOAL, str(e), 0))
+            except OSError as e:  # the transcript file cannot be created (a full disk, ...)
+                self.log.error("cannot start the episode: %s", e)
+                return EpisodeOutcome(EpisodeResult(False, EpisodeError.INTERNAL_ERROR,
+                                                    f"cannot start the episode: {e}", 0))
             if on_start is not None:
                 on_start(prepared)
             if on_event is not None:
@@ -160,6 +164,8 @@ class EpisodeRunner:
         if profile_name and profile_name != profile.name:
             profile = load_profile(s.prompt_dir, profile_name)
         instruction = goal.instruction
+        if "\x00" in instruction:  # a transcript line cannot hold it; say so instead of failing mid-episode
+            raise ValueError("the instruction contains a NUL character")
         objects = tuple(dict.fromkeys(o.strip() for o in goal.objects if o.strip()))  # unique, in order
         tlog = logging.getLogger("planner.transcript")
         if stored is not None:
@@ -215,7 +221,7 @@ class EpisodeRunner:
     def find_resumable(self, which: str) -> StoredEpisode:
         """The interrupted episode `which` (an episode id, or "latest") in transcript_dir."""
         directory = self.settings.transcript_dir
-        found = find_interrupted(directory)
+        found = find_interrupted(directory, self.log)
         if which == "latest":
             if not found:
                 raise ValueError(f"no interrupted episode in {directory}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from monologue_llm.base import normalize_scores
+from monologue_llm.base import InvalidOutputError, normalize_scores
 
 from .episode import ScoredCandidate, StepRecord
 from .ports import SkillOption
@@ -36,7 +36,10 @@ def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> 
     t_llm = time.monotonic()
     result = ep.llm.score(prompt, [profile.lead + t for t in texts])
     llm_s = time.monotonic() - t_llm
-    probs = normalize_scores(result.scores, options.normalization)
+    try:
+        probs = normalize_scores(result.scores, options.normalization)
+    except ValueError as e:  # a NaN log-probability: the backend's answer is unusable (LLM_FAILED)
+        raise InvalidOutputError(f"unusable scores from the LLM: {e}") from e
     cands: list[ScoredCandidate] = []
     for text, opt, sc, p in zip(texts, opts, result.scores, probs):
         if opt is None:

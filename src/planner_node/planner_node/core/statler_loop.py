@@ -21,17 +21,13 @@ Every state is a ROBOT_THOUGHT event whose text is the rendered state and whose 
 from __future__ import annotations
 
 import json
-import logging
 import re
-import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from monologue_domain.transcript import Event, EventKind
 from monologue_llm.base import LLMBackend, LLMError
-from monologue_llm.factory import make_backend_from_params
 
 from .episode import (
     EpisodeError,
@@ -45,6 +41,7 @@ from .episode import (
 from .feedback import pause_while_faulted, report_skill
 from .human import is_stop_request
 from .ports import PortUnavailable, SceneItem, SkillOption
+from .role_llm import role_backend
 from .statler_code import CAP_FUNCTIONS, NOOP, PUT, SAY, STATLER_FUNCTIONS, UPDATE_WM, CodeRejected, Program, parse_code
 from .statler_settings import StatlerSettings
 from .statler_state import State, StateParseError, initial_state, parse_state, render_state, to_json
@@ -83,37 +80,6 @@ VARIANTS = {
 
 class InvalidStatlerEpisode(Exception):
     """Missing settings or prompt files, or no query (INVALID_GOAL)."""
-
-
-_WRITERS: dict[str, LLMBackend] = {}  # the writers' own backends, built once per configuration
-_WRITERS_LOCK = threading.Lock()
-
-
-def writer_backend(ep: EpisodeContext, settings: StatlerSettings) -> LLMBackend:
-    """The writer's LLM: the planner's, or (`statler.writer_llm`) its own backend, built by
-    monologue_llm's factory on first use and kept for the process (loading a model takes seconds)."""
-    if not settings.writer_llm:
-        return ep.llm
-    key = json.dumps(dict(settings.writer_llm), sort_keys=True, default=str)
-    with _WRITERS_LOCK:
-        backend = _WRITERS.get(key)
-        if backend is None:
-            ep.log.info("building the Statler writer's LLM backend %s", settings.writer_llm.get("backend"))
-            backend = make_backend_from_params(settings.writer_llm, logging.getLogger("planner.statler.writer"))
-            _WRITERS[key] = backend
-        return backend
-
-
-def close_writer_backends() -> None:
-    """Close every writer backend built so far (the planner node's shutdown)."""
-    with _WRITERS_LOCK:
-        for backend in _WRITERS.values():
-            backend.close()
-        _WRITERS.clear()
-
-
-def _writer_config_error(cfg: Mapping[str, object]) -> str:
-    return f"the Statler writer's LLM ({cfg.get('backend')}) could not be built"
 
 
 def load_prompt(path: Path) -> str:
@@ -364,7 +330,7 @@ def _take_queries(ep: EpisodeContext, run: _Run) -> str | None:
     if human is None:
         return None
     for text in human.poll():
-        text = " ".join(text.split())
+        text = " ".join(text.replace("\x00", "").split())  # NULs cannot go into a transcript
         if not text:
             continue
         if not ep.options.human_feedback:
@@ -396,10 +362,7 @@ def run_statler(ep: EpisodeContext, variant: Variant) -> EpisodeResult:
         run = _Run(ep, variant, s, reader, writer, list(init["objects"]),
                    [i.name for i in items if i.category == "location"], init, dict(init), list(queries))
         if variant.writer:
-            try:
-                run.writer_llm = writer_backend(ep, s)
-            except ValueError as e:
-                raise LLMError(f"{_writer_config_error(s.writer_llm)}: {e}") from None
+            run.writer_llm = role_backend(ep.llm, s.writer_llm, "Statler writer", ep.log)
         first = 0
         if ep.resume:
             first = _restore(ep, run)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from monologue_common.core.settings import ParamReader
-from monologue_llm.factory import ALL_KEYS, BACKENDS
+
+from .role_llm import read_role_llm
 
 STRATEGIES = ("statler", "statler_unified", "statler_auto", "cap", "cap_cot")
 PROMPT_ROLES = ("reader", "writer", "auto_writer", "unified", "cap", "cap_cot")
@@ -42,7 +43,7 @@ def read_statler_settings(r: ParamReader, prompt_dir: str) -> StatlerSettings:
     prompts = {role: r.string(f"statler.prompts.{role}", nonempty=True) for role in PROMPT_ROLES}
     table = r.strings("statler.table_locations")
     r.check(bool(table), "statler.table_locations: needs at least one location")
-    writer = read_writer_llm(r)
+    writer = read_role_llm(r, "statler.writer_llm")
     return StatlerSettings(
         prompt_dir=Path(prompt_dir).expanduser(),
         prompts=prompts,
@@ -54,20 +55,3 @@ def read_statler_settings(r: ParamReader, prompt_dir: str) -> StatlerSettings:
         max_state_chars=r.integer("statler.max_state_chars", low=100),
         writer_llm=writer,
     )
-
-
-def read_writer_llm(r: ParamReader) -> dict[str, object]:
-    """`statler.writer_llm.*`: with `backend` empty, {} (the planner's LLM); otherwise the planner's
-    `llm.*` block with these keys over it (same keys as `llm.*`, e.g. backend, base_url, model,
-    cassette_path), for monologue_llm.factory.make_backend_from_params."""
-    own = r.section("statler.writer_llm")
-    backend = own.get("backend", "")
-    r.check(isinstance(backend, str), f"statler.writer_llm.backend: must be a string, got {backend!r}")
-    if not backend:
-        return {}
-    r.check(backend in BACKENDS, f"statler.writer_llm.backend: must be one of {list(BACKENDS)} or \"\", "
-                                 f"got {backend!r}")
-    unknown = sorted(set(own) - ALL_KEYS)
-    r.check(not unknown, f"statler.writer_llm: unknown key(s) {unknown}; the keys of llm.* are {sorted(ALL_KEYS)}")
-    base = {k[len("llm."):]: v for k, v in r.params.items() if k.startswith("llm.")}
-    return {**base, **own}

@@ -23,6 +23,7 @@ corrective prompt (its `Error: ...` line) and at the end (`Step k: Done`, score,
 from __future__ import annotations
 
 import inspect
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -65,6 +66,16 @@ def admissible_options(skills: SkillsPort) -> list[SkillOption]:
     except (TypeError, ValueError):
         full = False
     return list(fn(include_unaffordable=True) if full else fn())
+
+
+def usable_logprob(token_logprobs: Sequence[float]) -> float:
+    """A sample's mean token log-probability (CAPE's P; 0.0 for no tokens) clamped to [-inf, 0]: a
+    NaN or -inf token makes it -inf (the sample grounds nothing), a positive (invalid) one counts as 0."""
+    if not token_logprobs:
+        return 0.0
+    if any(math.isnan(v) or v == -math.inf for v in token_logprobs):
+        return -math.inf
+    return sum(min(v, 0.0) for v in token_logprobs) / len(token_logprobs)  # sum, not fsum: may reach -inf
 
 
 def make_embedder(settings: CapeSettings, llm: object) -> Embedder:
@@ -130,13 +141,13 @@ class _Run:
         if isinstance(llm, SamplingBackend):
             res = llm.sample(prompt, stop=STOP, max_tokens=s.max_tokens, n=s.samples, temperature=s.temperature,
                              presence_penalty=s.presence_penalty, seed=seed)
-            proposals = [Proposal(clean_step(x.text), x.mean_logprob) for x in res.samples]
+            proposals = [Proposal(clean_step(x.text), usable_logprob(x.token_logprobs)) for x in res.samples]
             prompt_tokens, new_tokens = res.prompt_tokens, res.new_tokens_processed
         else:  # greedy: one sample, P from scoring the line
             gen = llm.generate(prompt, stop=list(STOP), max_tokens=s.max_tokens)
             sc = llm.score(prompt, [gen.text]).scores[0] if gen.text.strip() else None
             p = sc.logprob / sc.token_count if sc is not None and sc.token_count else 0.0
-            proposals = [Proposal(clean_step(gen.text), p)]
+            proposals = [Proposal(clean_step(gen.text), usable_logprob((p,)))]
             prompt_tokens, new_tokens = gen.prompt_tokens, gen.new_tokens_processed
         llm_s = time.monotonic() - t0
         ranked = self.grounder.ground(proposals, s.score, s.beta)
