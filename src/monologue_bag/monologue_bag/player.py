@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.duration import Duration
 from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.serialization import serialize_message
@@ -39,6 +40,8 @@ from .core.replay import RecordedSkills
 from .core.settings import player_settings_from_parameters
 from .core.timeline import NS, Playback
 from .rostypes import message_class, qos_profile, share_dir, to_message
+
+ACK_TIMEOUT_S = 2.0  # s: longest wait for subscribers to acknowledge a skill's messages before its result
 
 
 class PlayerNode(Node):
@@ -173,6 +176,7 @@ class PlayerNode(Node):
             budget = (call.end_ns - call.start_ns) / NS / self.playback_rate + self._skill_timeout
             if not self.playback.wait_reached(call.end_ns, budget):
                 self.get_logger().error(f"playback did not reach the end of {call.skill} within {budget:.0f} s")
+            self._wait_acked(ACK_TIMEOUT_S)
             self.skills.finish(call)
             self._allow(self.skills.limit_ns())
             result.duration = float((call.end_ns - call.start_ns) / NS)
@@ -187,6 +191,17 @@ class PlayerNode(Node):
             goal.abort()
         self.get_logger().info(f"replayed {req.skill}({', '.join(req.args)}): error_code {result.error_code}")
         return result
+
+    def _wait_acked(self, timeout_s: float) -> None:
+        """Until every subscriber has acknowledged what was played so far (at most `timeout_s` s in all):
+        the result goes out only then, so a success check that follows it cannot be answered from a
+        pre-skill message still in flight (as `ros2 bag play --wait-for-all-acked`)."""
+        deadline = time.monotonic() + timeout_s
+        for topic, pub in self._pubs.items():
+            left = deadline - time.monotonic()
+            if left <= 0 or not pub.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9))):
+                self.get_logger().warning(f"{topic}: not every subscriber acknowledged within {timeout_s:g} s")
+                return
 
     @property
     def playback_rate(self) -> float:
