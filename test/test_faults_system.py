@@ -179,6 +179,9 @@ class Probe:
 
         from monologue_common.qos import LATCHED
         from monologue_interfaces.action import ExecuteInstruction
+        from action_msgs.msg import GoalStatusArray
+        from rclpy.qos import qos_profile_action_status_default
+
         from monologue_interfaces.msg import SceneDescription
 
         rclpy.init()
@@ -191,6 +194,9 @@ class Probe:
         self.node.create_subscription(SceneDescription, "sim/ground_truth", self.truth.append, LATCHED)
         self.node.create_subscription(String, "recorder/progress",
                                       lambda m: self.progress.update(json.loads(m.data)), LATCHED)
+        self.skill_status: list[Any] = []  # the skills node's goal status arrays (action_msgs/GoalStatusArray)
+        self.node.create_subscription(GoalStatusArray, "execute_skill/_action/status", self.skill_status.append,
+                                      qos_profile_action_status_default)
         self.client = ActionClient(self.node, ExecuteInstruction, "execute_instruction")
         self.Goal = ExecuteInstruction.Goal
         self.Result = ExecuteInstruction.Result
@@ -234,6 +240,15 @@ class Probe:
         """The first feedback event of `kind` (waits for it)."""
         _wait(f"a feedback event of kind {kind}", lambda: any(e.kind == kind for e in self.events), timeout_s, log)
         return next(e for e in self.events if e.kind == kind)
+
+    def skill_executing(self, timeout_s: float, log: GraphLog) -> None:
+        """Wait until the skills node executes a goal (its action status says so): a ROBOT_ACTION event
+        comes before the planner sends the skill's goal."""
+        from action_msgs.msg import GoalStatus
+
+        _wait("a skill goal executing", lambda: any(
+            s.status == GoalStatus.STATUS_EXECUTING for a in self.skill_status[-1:] for s in a.status_list),
+            timeout_s, log)
 
     def world(self, timeout_s: float = 10.0) -> dict[str, tuple[float, float, float]]:
         """The newest ground truth: object -> position (m)."""
@@ -404,6 +419,7 @@ def test_skills_node_killed_mid_skill_fails_the_step_after_a_bounded_wait(graph:
 
     handle = probe.send(probe.Goal(instruction=_work(probe), max_steps=4))
     probe.first(TranscriptEvent.KIND_ROBOT_ACTION, 120.0, graph.log)
+    probe.skill_executing(60.0, graph.log)
     graph.kill("skills")
     t0 = time.monotonic()
     result = probe.result(handle, 60.0, graph.log)

@@ -27,7 +27,7 @@ def test_a_recorded_kitchen_run_replays_to_the_same_transcript(ros_domain: int, 
     try:
         result, _ = run_episode("pick up the sponge", timeout_s=300.0, print_event=lambda _e: None,
                                 goal_options={"strategy": "inner_monologue", "prompt_profile": "im_kitchen",
-                                              "use_affordances": 2, "max_steps": 6})
+                                              "use_affordances": 2, "max_steps": 6}, recorder_ready_s=60.0)
     finally:
         codes = sup.stop()
     assert all(c in (0, -2, -15, 130) for c in codes.values()), (codes, "\n".join(lines[-80:]))

@@ -74,7 +74,8 @@ def test_pick_and_place_judged_from_the_camera(camera_graph) -> None:  # type: i
     log, bag, stop_graph = camera_graph
     watcher = Watcher()
     try:
-        result, objects = run_episode("Put the blocks in their matching bowls.", 600.0, lambda e: None)
+        result, objects = run_episode("Put the blocks in their matching bowls.", 600.0, lambda e: None,
+                                      recorder_ready_s=60.0)
         deadline = time.monotonic() + 10.0
         while not watcher.markers and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -103,6 +103,7 @@ class Soak:
     end: dict[str, NodeSample] = field(default_factory=dict)
     dead: dict[str, int] = field(default_factory=dict)
     episode_s: list[float] = field(default_factory=list)
+    skills: list[int] = field(default_factory=list)  # ROBOT_ACTION events (skills chosen) per episode
     wall_s: float = 0.0
 
     def rss_growth(self) -> dict[str, float]:
@@ -132,9 +133,11 @@ class Soak:
                           f"RSS {self.warm[k].rss_kb / 1024:.0f}->{self.end[k].rss_kb / 1024:.0f} MB"
                           for k in sorted(self.warm) if k in self.end)
         mean = sum(self.episode_s) / len(self.episode_s) if self.episode_s else 0.0
+        actions = (f"; {sum(self.skills)} skills chosen (per episode {min(self.skills)}-{max(self.skills)})"
+                   if self.skills else "")
         return [
             Row("R5", f"soak: transcripts complete ({n} episodes, one graph)", "all",
-                f"{complete}/{n}; outcomes {dict(sorted(self.outcomes.items()))}; mean episode {mean:.1f} s",
+                f"{complete}/{n}; outcomes {dict(sorted(self.outcomes.items()))}; mean episode {mean:.1f} s{actions}",
                 complete == n and n > 0 and not self.dead, self.wall_s,
                 "; ".join((self.incomplete + self.failures)[:5]) + (f" dead nodes {self.dead}" if self.dead else "")),
             Row("R5", "soak: leaked processes / fds (after warm-up -> end)", "0",
@@ -190,6 +193,7 @@ def run(episodes: int = 200, warmup: int = 10, max_steps: int = 4, episode_timeo
                 finally:
                     out.episode_s.append(time.monotonic() - t0)
                 bowls = sorted(o.name for o in objects if o.category == "bowl")
+                out.skills.append(sum(1 for e in result.transcript if e.kind == e.KIND_ROBOT_ACTION))
                 name = EpisodeError(int(result.error_code)).name
                 out.outcomes[name] = out.outcomes.get(name, 0) + 1
                 why = check_transcript(Path(result.transcript_path), [e.text for e in result.transcript])

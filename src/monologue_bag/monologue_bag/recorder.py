@@ -41,7 +41,7 @@ from .core.settings import recorder_settings_from_parameters
 from .rostypes import message_class, offered_qos, qos_profile, share_dir
 
 PROGRESS_TOPIC = "recorder/progress"  # std_msgs/String, latched: {"transcript": {episode_id: events written},
-# "flushed": {episode_id: events in the file}}
+# "flushed": {episode_id: events in the file}, "patterns": [topic patterns], "topics": [topics subscribed]}
 FLUSH_PERIOD_S = 1.0  # s between flushes of what was recorded into the file (a killed recorder loses at most this)
 
 
@@ -66,11 +66,13 @@ class RecorderNode(Node):
         self._transcript_class: type | None = None
         self._progress = self.create_publisher(String, PROGRESS_TOPIC, LATCHED)
         self._group = MutuallyExclusiveCallbackGroup()  # one writer thread at a time, in order
-        self._timer = self.create_timer(s.discovery_period, self._discover)
+        # discovery in the writers' group too: both touch what _publish_progress serialises
+        self._timer = self.create_timer(s.discovery_period, self._discover, callback_group=self._group)
         self._flushed: dict[str, int] = {}  # transcript events per episode in the file (survive a SIGKILL)
         self._flush_timer = self.create_timer(FLUSH_PERIOD_S, self._flush, callback_group=self._group)
         self.get_logger().info(f"recording {self._selection.patterns} into {self._writer.path}")
         self._discover()
+        self._publish_progress()
 
     def get_logger(self) -> RcutilsLogger:
         """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
@@ -104,6 +106,7 @@ class RecorderNode(Node):
                 callback_group=self._group, raw=True)
             self.get_logger().info(f"recording {topic} [{type_name}]"
                                    f"{' transient-local' if qos.transient_local else ''}")
+            self._publish_progress()  # a client can wait until the topics it sees are recorded
 
     def _on_message(self, topic: str, data: bytes, info: dict[str, int]) -> None:
         # The publisher's send time orders messages as they happened across topics (a skill's last
@@ -127,8 +130,9 @@ class RecorderNode(Node):
         self._publish_progress()
 
     def _publish_progress(self) -> None:
-        self._progress.publish(String(data=json.dumps({"transcript": self._transcript_counts,
-                                                       "flushed": self._flushed})))
+        self._progress.publish(String(data=json.dumps({
+            "transcript": self._transcript_counts, "flushed": self._flushed,
+            "patterns": list(self._selection.patterns), "topics": sorted(self._subs)})))
 
     def _flush(self) -> None:
         """Put what was recorded into the file (the writer buffers a chunk in memory), so a recorder

@@ -44,11 +44,13 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
             rclpy.shutdown()
 
 
-def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.Event | None = None) -> Any:
+def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.Event | None = None,
+                keep_on_timeout: bool = False) -> Any:
     """Block a non-executor thread until `future` is done.
 
     Returns the result (Any: rclpy's Future is not generic), or None if `cancel` was set first.
-    Raises WaitTimeout after `timeout_s` (s), and RuntimeError if the future raised.
+    Raises WaitTimeout after `timeout_s` (s), and RuntimeError if the future raised. The future is
+    cancelled on a timeout (a late answer is dropped) unless `keep_on_timeout`.
     """
     done = threading.Event()
     future.add_done_callback(lambda _f: done.set())
@@ -57,12 +59,54 @@ def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.E
         if cancel is not None and cancel.is_set():
             return None
         if time.monotonic() > deadline:
-            future.cancel()
+            if not keep_on_timeout:
+                future.cancel()
             raise WaitTimeout(f"{what} did not answer within {timeout_s:.1f} s")
     exc = future.exception()
     if exc is not None:
         raise RuntimeError(f"{what} failed: {exc}") from exc
     return future.result()
+
+
+def call_service(client: Any, request: Any, timeout_s: float, what: str,
+                 cancel: threading.Event | None = None, resend_after_s: float = 1.0) -> Any:
+    """`client.call_async(request)`, sent again when no answer came after `resend_after_s` (s), then
+    after twice that, and so on, until `timeout_s` (s); the first answer to any of them is returned.
+
+    A server drops a response whose client it has not discovered yet (rmw_fastrtps waits 100 ms for the
+    client's response reader, then gives up: "failed to send response (timeout)"); under load that
+    happens to a first call. Only for requests that may be served twice (queries, idempotent resets).
+    Returns None if `cancel` was set first; raises WaitTimeout, or RuntimeError if the call raised."""
+    done = threading.Event()
+    futures: list[Future] = []
+    deadline = time.monotonic() + timeout_s
+    wait_s = max(resend_after_s, 0.05)
+    next_send = time.monotonic()
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= next_send and now < deadline:
+                future = client.call_async(request)
+                future.add_done_callback(lambda _f: done.set())
+                futures.append(future)
+                next_send = now + wait_s
+                wait_s *= 2.0
+            if done.wait(0.05):
+                break
+            if cancel is not None and cancel.is_set():
+                return None
+            if time.monotonic() > deadline:
+                raise WaitTimeout(f"{what} did not answer within {timeout_s:.1f} s"
+                                  f" ({len(futures)} request{'s' if len(futures) > 1 else ''} sent)")
+        first = next(f for f in futures if f.done())
+        exc = first.exception()
+        if exc is not None:
+            raise RuntimeError(f"{what} failed: {exc}") from exc
+        return first.result()
+    finally:
+        for f in futures:  # the others: no late answer is delivered to them (rclpy drops it)
+            if not f.done():
+                f.cancel()
 
 
 def to_time(t: float) -> Time:

@@ -5,10 +5,11 @@ Used by `monologue-demo` (its own graph or a running one), `monologue-bench` and
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from monologue_domain.objects import ObjectState
 
@@ -29,6 +30,7 @@ def run_episode(
     goal: ExecuteInstruction.Goal | None = None,
     goal_options: Mapping[str, object] | None = None,
     fallback_scene: bool = False,
+    recorder_ready_s: float = 0.0,
 ) -> tuple[ExecuteInstruction.Result, list[SceneObject]]:
     """Send one ExecuteInstruction goal (`goal`, or one with just `instruction`) to a running graph;
     return (result, final world objects).
@@ -36,7 +38,9 @@ def run_episode(
     `goal_options` sets further goal fields (strategy, prompt_profile, *_feedback, max_steps, ...).
     The final world is the first `sim/ground_truth` message after the result, or the last one before
     it when none comes within 5 s (a simulator that publishes only on change). With `fallback_scene`,
-    a graph without ground truth (a real robot) is judged from perception's last scene description."""
+    a graph without ground truth (a real robot) is judged from perception's last scene description.
+    With `recorder_ready_s` > 0 (s), the goal waits until the bag recorder records every topic it should
+    that this client sees published (recorder_ready), so a recording holds the episode from its start."""
     import rclpy
     from rclpy.action.client import ActionClient
     from rclpy.executors import SingleThreadedExecutor
@@ -67,6 +71,11 @@ def run_episode(
     try:
         if not client.wait_for_server(timeout_sec=ready_timeout_s):
             raise TimeoutError(f"planner's execute_instruction not available after {ready_timeout_s:.0f} s")
+        if recorder_ready_s > 0:
+            missing = recorder_ready(node, executor, recorder_ready_s)
+            if missing:
+                logging.getLogger("monologue_eval").warning(
+                    f"the recorder does not record {missing} after {recorder_ready_s:.0f} s; starting anyway")
         goal = goal if goal is not None else ExecuteInstruction.Goal(instruction=instruction)
         for name, value in (goal_options or {}).items():
             if not hasattr(goal, name):
@@ -101,6 +110,40 @@ def run_episode(
 
 
 RECORDER_PROGRESS_TOPIC = "recorder/progress"  # monologue_bag's recorder: transcript events written per episode
+
+
+def recorder_ready(node: Any, executor: Any, timeout_s: float) -> list[str]:
+    """Wait (at most `timeout_s`, s) until the bag recorder's progress lists, as recorded, every topic
+    that matches its patterns and that `node` sees published by another node. The recorder discovers
+    topics by polling; a topic it finds late loses what was published before (a latched topic keeps
+    only its last messages). Returns the topics still missing ([] when ready)."""
+    import json
+
+    from std_msgs.msg import String
+
+    from monologue_bag.core.recording import TopicSelection
+    from monologue_common.qos import LATCHED
+
+    progress: list[dict[str, Any]] = []
+    sub = node.create_subscription(String, RECORDER_PROGRESS_TOPIC, lambda m: progress.append(json.loads(m.data)),
+                                   LATCHED)
+    deadline = time.monotonic() + timeout_s
+    missing: list[str] = ["(no recorder progress)"]
+    try:
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+            if not progress or not progress[-1].get("patterns"):
+                continue
+            last = progress[-1]
+            wanted = TopicSelection(list(last["patterns"])).wanted(t for t, _ in node.get_topic_names_and_types())
+            published = [t for t in wanted if any(i.node_name not in ("recorder", node.get_name())
+                                                   for i in node.get_publishers_info_by_topic(t))]
+            missing = sorted(set(published) - set(last.get("topics", [])))
+            if not missing:
+                break
+        return missing
+    finally:
+        node.destroy_subscription(sub)
 
 
 def wait_until_recorded(expected: Mapping[str, int], timeout_s: float) -> dict[str, int]:

@@ -90,6 +90,7 @@ DEFAULTS = {
     "foxglove": "false",
 }
 # Arguments that describe the graph the demo starts: meaningless with graph:=running.
+RECORDER_READY_S = 30.0  # s a recorded run waits for the recorder to record every topic of the graph
 OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level", "method", "scene", "web",
                   "foxglove")
 
@@ -359,7 +360,8 @@ def run_own_graph(args: DemoArgs) -> int:
     try:
         sup.start()
         print("== monologue:")
-        result, objects = run_episode(instruction, float(values["timeout"]), _show(lock))
+        result, objects = run_episode(instruction, float(values["timeout"]), _show(lock),
+                                      recorder_ready_s=RECORDER_READY_S if record is not None else 0.0)
         if statler is not None:
             truth, state = final_truth()
             print(f"== planner/world_state (the robot's belief): {json.dumps(state.get('state', {}))}")

@@ -164,7 +164,8 @@ def replay(
                     got.append(msg)
                     say(f"  {msg.text}")
 
-                result, _objects = run_episode(ep.instruction, timeout_s, show, goal=build_goal(goal_spec(ep)))
+                result, _objects = run_episode(ep.instruction, timeout_s, show, goal=build_goal(goal_spec(ep)),
+                                               recorder_ready_s=30.0 if record is not None and n == 1 else 0.0)
                 replayed = [event_from_msg(m) for m in result.transcript]
                 div = first_divergence(ep.events, replayed, rel_tol=rel_tol)
                 if div is not None:

@@ -30,7 +30,7 @@ from std_msgs.msg import Bool
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
-from monologue_common.runtime import WaitTimeout, run_node, wait_future
+from monologue_common.runtime import WaitTimeout, call_service, run_node, wait_future
 from monologue_interfaces.action import AskHuman, ExecuteInstruction, ExecuteSkill
 from monologue_interfaces.msg import HumanInput, RobotStatus, SceneDescription, StepScores, TranscriptEvent
 from monologue_interfaces.srv import ResetEstop
@@ -308,7 +308,7 @@ class WebNode(Node):
         if not self._reset.wait_for_service(timeout_sec=self.settings.ros_timeout_s):
             raise ControlError("the estop_reset service is not available")
         try:
-            res = wait_future(self._reset.call_async(ResetEstop.Request()), self.settings.ros_timeout_s, "estop_reset")
+            res = call_service(self._reset, ResetEstop.Request(), self.settings.ros_timeout_s, "estop_reset")
         except (WaitTimeout, RuntimeError) as e:
             raise ControlError(f"estop_reset failed: {e}") from e
         if res is None or not res.success:

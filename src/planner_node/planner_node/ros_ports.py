@@ -3,18 +3,21 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters
-from rclpy.action.client import ActionClient
+from rclpy.action.client import ActionClient, ClientGoalHandle
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
+from unique_identifier_msgs.msg import UUID
 
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, to_time
+from monologue_common.runtime import call_service as _call
 from monologue_common.runtime import wait_future as _wait
 from monologue_interfaces.action import AskHuman, ExecuteSkill
 from monologue_interfaces.msg import RobotStatus
@@ -29,12 +32,29 @@ _ERROR_NAMES = {
 }
 
 
-def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.Event | None = None) -> Any:
+def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.Event | None = None,
+                keep_on_timeout: bool = False) -> Any:
     """`monologue_common.runtime.wait_future` raising the planner's PortUnavailable."""
     try:
-        return _wait(future, timeout_s, what, cancel)
+        return _wait(future, timeout_s, what, cancel, keep_on_timeout)
     except (WaitTimeout, RuntimeError) as e:
         raise PortUnavailable(str(e)) from e
+
+
+def call_service(client: Any, request: Any, timeout_s: float, what: str) -> Any:
+    """`monologue_common.runtime.call_service` (re-sent if unanswered) raising the planner's PortUnavailable."""
+    try:
+        return _call(client, request, timeout_s, what)
+    except (WaitTimeout, RuntimeError) as e:
+        raise PortUnavailable(str(e)) from e
+
+
+def _cancel_late_goal(send: Future, what: str, log: Any) -> None:
+    """Done callback of a goal request the planner gave up on: cancel the goal if it was accepted."""
+    handle = None if send.cancelled() or send.exception() is not None else send.result()
+    if handle is not None and handle.accepted:
+        log.warning(f"skill {what} was accepted after the planner gave up on it; cancelling it")
+        handle.cancel_goal_async()
 
 
 class RosSkillsPort:
@@ -50,7 +70,7 @@ class RosSkillsPort:
         if not self._aff.wait_for_service(timeout_sec=self._service_timeout):
             raise PortUnavailable(f"get_affordances unavailable after {self._service_timeout:.1f} s")
         req = GetAffordances.Request(include_unaffordable=include_unaffordable)
-        res = wait_future(self._aff.call_async(req), self._service_timeout, "get_affordances")
+        res = call_service(self._aff, req, self._service_timeout, "get_affordances")
         if not res.success:
             raise PortUnavailable(f"get_affordances failed: {res.message}")
         return [SkillOption(s.skill, tuple(s.args), float(s.affordance)) for s in res.skills]
@@ -60,7 +80,20 @@ class RosSkillsPort:
         if not self._action.wait_for_server(timeout_sec=self._service_timeout):
             raise PortUnavailable(f"execute_skill unavailable after {self._service_timeout:.1f} s")
         goal = ExecuteSkill.Goal(skill=skill, args=list(args))
-        handle = wait_future(self._action.send_goal_async(goal), self._service_timeout, "execute_skill goal")
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+        send = self._action.send_goal_async(goal, goal_uuid=goal_id)
+        try:
+            handle = wait_future(send, self._service_timeout, "execute_skill goal", keep_on_timeout=True)
+        except PortUnavailable:
+            # The skills node may accept the goal after all (a loaded machine), or has accepted it and the
+            # answer was lost: cancel it by id now and on a late acceptance, so no skill runs unwatched.
+            log = self._node.get_logger()
+            log.warning(f"execute_skill did not answer goal {skill}{list(args)} within "
+                        f"{self._service_timeout:.1f} s; cancelling it")
+            ClientGoalHandle(self._action, goal_id,
+                             ExecuteSkill.Impl.SendGoalService.Response(accepted=True)).cancel_goal_async()
+            send.add_done_callback(lambda f: _cancel_late_goal(f, f"{skill}{list(args)}", log))
+            raise
         if handle is None or not handle.accepted:
             raise PortUnavailable("execute_skill rejected the goal")
         result_future = handle.get_result_async()
@@ -95,8 +128,7 @@ class RosScenePort:
             raise PortUnavailable(f"describe_scene unavailable after {self._timeout:.1f} s")
         deadline = time.monotonic() + self._timeout
         while True:  # perception may still be waiting for its first camera frame and transform
-            res = wait_future(self._client.call_async(DescribeScene.Request(refresh=True)), self._timeout,
-                              "describe_scene")
+            res = call_service(self._client, DescribeScene.Request(refresh=True), self._timeout, "describe_scene")
             if res.success or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
@@ -115,8 +147,8 @@ class RosScenePort:
             self._log.warning(f"skills/get_parameters unavailable after {wait_s:.1f} s: no safety workspace")
             return None
         names = ["safety.workspace_min", "safety.workspace_max", "safety.min_height"]
-        res = wait_future(self._skill_params.call_async(GetParameters.Request(names=names)), self._timeout,
-                          "skills/get_parameters")
+        res = call_service(self._skill_params, GetParameters.Request(names=names), self._timeout,
+                           "skills/get_parameters")
         lo, hi, height = res.values
         if len(lo.double_array_value) != 3 or len(hi.double_array_value) != 3:
             return None
@@ -134,7 +166,7 @@ class RosSuccessPort:
             raise PortUnavailable(f"detect_success unavailable after {self._timeout:.1f} s")
         req = DetectSuccess.Request(skill=skill, args=list(args), skill_start=to_time(start_s),
                                     skill_end=to_time(end_s))
-        res = wait_future(self._client.call_async(req), self._timeout, "detect_success")
+        res = call_service(self._client, req, self._timeout, "detect_success")
         return SuccessReport(bool(res.success), float(res.confidence), res.explanation)
 
 

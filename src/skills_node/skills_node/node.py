@@ -1,9 +1,11 @@
 """skills_node: serves ExecuteSkill and GetAffordances over a skill backend (rclpy adapter only)."""
 from __future__ import annotations
 
+import gc
 import logging
 import threading
-from typing import cast
+import time
+from typing import Any, cast
 
 from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -21,6 +23,30 @@ from monologue_interfaces.srv import GetAffordances
 
 from .backends import BackendHandle, settings_from_parameters
 from .core.types import SkillState
+
+GC_PAUSE_WARN_S = 0.02  # s: a longer full garbage collection (it pauses every thread, the e-stop too) is logged
+
+
+def freeze_startup_objects(log: logging.Logger) -> None:
+    """Move everything built at start-up (modules, the node, the backend) out of the garbage collector's
+    reach (gc.freeze), so a full collection later scans only newer objects: measured 43-93 ms -> 0.1 ms
+    for the skills node's ~37,000 start-up objects on a loaded 2-core machine. Full collections that still
+    take longer than GC_PAUSE_WARN_S are logged (they delay an e-stop as much)."""
+    gc.collect()
+    gc.freeze()
+    started: list[float] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            took = time.perf_counter() - started[0]
+            if took > GC_PAUSE_WARN_S:
+                log.warning("a full garbage collection paused the skills node for %.0f ms", took * 1000.0)
+
+    gc.callbacks.append(watch)
 
 
 class SkillsNode(Node):
@@ -51,6 +77,7 @@ class SkillsNode(Node):
             self._gt_pub = self.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
             self._timer = self.create_timer(1.0 / settings.ground_truth_rate, self.publish_ground_truth)
             self.publish_ground_truth()
+        freeze_startup_objects(logging.getLogger("skills.node"))
 
     def get_logger(self) -> RcutilsLogger:
         """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not

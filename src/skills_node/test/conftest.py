@@ -23,7 +23,8 @@ def make_limits(**overrides: object) -> SafetyLimits:
     values: dict[str, object] = dict(
         workspace_min=(0.25, -0.35, 0.0), workspace_max=(0.75, 0.35, 0.50), min_height=0.005,
         max_speed=0.5, max_acceleration=1.0, max_joint_speed=1.0, max_joint_acceleration=2.0,
-        max_contact_travel=0.25, joint_min=(-2 * math.pi,) * 6, joint_max=(2 * math.pi,) * 6, skills=SKILL_RULES,
+        max_contact_travel=0.25, min_speed=0.005, min_joint_speed=0.05, max_motion_duration=30.0,
+        joint_min=(-2 * math.pi,) * 6, joint_max=(2 * math.pi,) * 6, skills=SKILL_RULES,
     )
     values.update(overrides)
     return SafetyLimits(**values)  # type: ignore[arg-type]

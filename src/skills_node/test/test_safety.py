@@ -29,7 +29,7 @@ def down(x: float, y: float, z: float) -> TcpPose:
     (lambda a: a.move_linear(down(0.5, 0.0, 0.6), 0.25, 0.5), Refusal.WORKSPACE, "z = 0.600 m"),
     (lambda a: a.move_linear(down(0.5, 0.0, 0.002), 0.25, 0.5), Refusal.MIN_HEIGHT, "below the minimum height"),
     (lambda a: a.move_linear(down(0.5, 0.0, math.nan), 0.25, 0.5), Refusal.INVALID_TARGET, "non-finite"),
-    (lambda a: a.move_linear(down(0.5, 0.0, 0.2), 0.8, 0.5), Refusal.SPEED, "speed 0.8 m/s must be in (0, 0.5]"),
+    (lambda a: a.move_linear(down(0.5, 0.0, 0.2), 0.8, 0.5), Refusal.SPEED, "speed 0.8 m/s must be in [0.005, 0.5]"),
     (lambda a: a.move_linear(down(0.5, 0.0, 0.2), 0.25, 3.0), Refusal.ACCELERATION, "acceleration 3"),
     (lambda a: a.move_linear(down(0.5, 0.0, 0.2), 0.0, 0.5), Refusal.SPEED, "speed 0"),
     (lambda a: a.move_joints(HOME_Q, 2.0, 1.0), Refusal.JOINT_SPEED, "joint speed 2 rad/s"),

@@ -22,7 +22,7 @@ from sensor_msgs.msg import Image
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
-from monologue_common.runtime import WaitTimeout, from_time, run_node, wait_future
+from monologue_common.runtime import WaitTimeout, call_service, from_time, run_node
 from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
@@ -135,8 +135,7 @@ class SuccessDetectorNode(Node):
         if not self._scene.wait_for_service(timeout_sec=self._timeout):
             return self._fail(res, f"describe_scene unavailable after {self._timeout:.1f} s")
         try:
-            answer = wait_future(self._scene.call_async(DescribeScene.Request(refresh=True)), self._timeout,
-                                 "describe_scene")
+            answer = call_service(self._scene, DescribeScene.Request(refresh=True), self._timeout, "describe_scene")
         except (WaitTimeout, RuntimeError) as e:
             answer, why = None, str(e)
         else:

@@ -48,6 +48,9 @@ def read_limits(r: ParamReader) -> SafetyLimits | None:
         max_joint_speed=r.number("safety.max_joint_speed", low=0.0, low_open=True),  # rad/s
         max_joint_acceleration=r.number("safety.max_joint_acceleration", low=0.0, low_open=True),  # rad/s^2
         max_contact_travel=r.number("safety.max_contact_travel", low=0.0, low_open=True),  # m
+        min_speed=r.number("safety.min_speed", low=0.0, low_open=True),  # m/s
+        min_joint_speed=r.number("safety.min_joint_speed", low=0.0, low_open=True),  # rad/s
+        max_motion_duration=r.number("safety.max_motion_duration", low=0.0, low_open=True),  # s
         joint_min=r.numbers("safety.joint_min", 6), joint_max=r.numbers("safety.joint_max", 6),  # rad
         skills=tuple(rules[s] for s in allowed if s in rules),
     )

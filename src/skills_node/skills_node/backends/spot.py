@@ -121,6 +121,7 @@ def read(r: ParamReader) -> SpotBackendSettings | None:
         take_lease=r.boolean("spot.take_lease"), lease_check_period_s=positive("lease_check_period"),
         estop_timeout_s=positive("estop_timeout"),
         max_linear_velocity=positive("max_linear_velocity"), max_angular_velocity=positive("max_angular_velocity"),
+        max_go_to_distance=positive("max_go_to_distance"), max_move_duration=positive("max_move_duration"),
     )
     cert_problem = ca_cert_problem(str(robot_values["ca_cert_path"]))
     r.check(cert_problem is None, f"spot.ca_cert_path: {cert_problem}")
@@ -184,6 +185,11 @@ def read(r: ParamReader) -> SpotBackendSettings | None:
     fence = SpotKitchenSettings(**kitchen)  # type: ignore[arg-type]
     for problem in fence.problems():
         r.check(False, f"spot: {problem}")
+    reach = float(robot_values["max_go_to_distance"])  # type: ignore[arg-type]
+    walked = {n: p for n, p in fence.locations.items() if n not in fence.waypoints}  # odom walks (go_to_odom)
+    far = [(a, b) for a in walked for b in walked if math.dist(walked[a][:2], walked[b][:2]) > reach]
+    r.check(not far, f"spot.max_go_to_distance: {reach:g} m is shorter than the walk between "
+            f"{' and '.join(far[0]) if far else ''}: that go_to would always be refused")
     try:
         robot = SpotSettings(**robot_values)  # type: ignore[arg-type]
     except ValueError as e:

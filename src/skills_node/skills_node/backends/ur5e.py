@@ -13,6 +13,7 @@ from functools import partial
 
 from monologue_common.core.settings import ParamReader
 
+from ..core.safety import SafetyLimits
 from ..core.ur5e_rtde import EndEffectorIO, RtdeArmConfig, RtdeFactories, UrPorts, library_factories
 from . import BackendHandle, BackendHost, BackendPlugin
 from ._arm import ArmSettings, ArmTf, read_arm, read_tf
@@ -66,7 +67,37 @@ def read(r: ParamReader) -> Ur5eSettings | None:
     except ValueError as e:
         r.check(False, f"ur5e: {e}")
         return None
+    for problem in limit_problems(rtde, arm.limits):
+        r.check(False, problem)
+    if r.errors:
+        return None
     return Ur5eSettings(arm, rtde, factory, tf)
+
+
+def limit_problems(rtde: RtdeArmConfig, limits: SafetyLimits) -> list[str]:
+    """What RtdeArm sends on its own (not through SafeArm) against the safety limits.
+
+    The contact move's acceleration is a motion like any other: at most `safety.max_acceleration`.
+    Stops are exempt from the acceleration limits but must decelerate at least as hard: a stop (cancel,
+    e-stop, fault) must end the motion as fast as the controller allows, never slower than a commanded
+    motion's own ramp down (UR's External Control script, which the ROS 2 driver runs, stops with
+    stopj(4.0 rad/s^2) whatever the trajectory's limits; ur_rtde's stopL defaults to 10 m/s^2).
+    docs/reliability.md, "Safety findings", says why.
+    """
+    out = []
+    if rtde.contact_acceleration > limits.max_acceleration:
+        out.append(f"ur5e.contact.acceleration: {rtde.contact_acceleration:g} m/s^2 exceeds "
+                   f"safety.max_acceleration {limits.max_acceleration:g} m/s^2")
+    for name, value, floor, limit in (
+            ("ur5e.stop_deceleration", rtde.stop_deceleration, limits.max_acceleration, "safety.max_acceleration"),
+            ("the contact stop deceleration", rtde.contact_stop_deceleration, limits.max_acceleration,
+             "safety.max_acceleration"),
+            ("the stopJ deceleration", rtde.stop_joint_deceleration, limits.max_joint_acceleration,
+             "safety.max_joint_acceleration")):
+        if value < floor:
+            out.append(f"{name}: {value:g} must be at least {limit} ({floor:g}): a stop must not take longer "
+                       "than a commanded motion's own ramp down")
+    return out
 
 
 def load_factories(spec: str) -> RtdeFactories:

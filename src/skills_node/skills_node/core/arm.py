@@ -184,6 +184,8 @@ class Refusal(Enum):
     JOINT_ACCELERATION = "joint_acceleration"
     JOINT_LIMITS = "joint_limits"
     CONTACT_TRAVEL = "contact_travel"
+    DURATION = "duration"  # the motion would take longer than the limit (absurdly slow speed or acceleration)
+    DISTANCE = "distance"  # a mobile base's goal farther than the limit from where it stands
     INVALID_TARGET = "invalid_target"  # NaN, wrong length, zero direction...
     ESTOP = "estop"
     NOT_APPROVED = "not_approved"
@@ -199,6 +201,20 @@ class MotionRefused(ArmError):
 
 
 Vector3 = tuple[float, float, float]
+
+
+def motion_duration(distance: float, speed: float, acceleration: float) -> float:
+    """Nominal time (s) of a trapezoidal move over `distance` (m or rad) at `speed` (m/s or rad/s) with
+    `acceleration` (m/s^2 or rad/s^2); inf when it would never end (a speed or acceleration of ~0)."""
+    if distance <= 0:
+        return 0.0
+    try:
+        ramp = speed / acceleration  # s to reach speed
+        if acceleration * ramp * ramp >= distance:  # triangular profile
+            return 2.0 * math.sqrt(distance / acceleration)
+        return distance / speed + ramp
+    except (ZeroDivisionError, OverflowError):
+        return math.inf
 
 
 class ArmPort(Protocol):

@@ -194,6 +194,10 @@ class ArmSkillBackend:
                 arm.check_joint_target(config.home_joints, config.joint_speed, config.joint_acceleration)
             except MotionRefused as e:
                 raise ValueError(f"home_joints / joint speeds are refused by the safety limits: {e.reason}") from e
+        try:
+            arm.limits.check_motion_settings(config.speed, config.acceleration, config.contact_speed)
+        except MotionRefused as e:
+            raise ValueError(f"the pick-and-place speeds are refused by the safety limits: {e.reason}") from e
         self._arm = arm
         self._locator = locator
         self._cfg = config

@@ -1,5 +1,6 @@
 """The safety layer in front of every arm: skill allow-list, workspace box, minimum height,
-speed and acceleration limits, a latching software e-stop and an optional human approval gate.
+speed and acceleration limits (with minimum speeds and a longest motion duration, so no motion can be
+absurdly slow), the path of joint moves, a latching software e-stop and an optional human approval gate.
 
 Targets outside the limits are refused (MotionRefused) before anything is sent to the arm.
 The software e-stop is a convenience stop for the operator and the planner; it is not a
@@ -23,6 +24,7 @@ from .arm import (
     Refusal,
     TcpPose,
     Vector3,
+    motion_duration,
 )
 from .types import SkillError, SkillRejected
 
@@ -30,6 +32,12 @@ ARG_MAX_LENGTH = 64  # characters per skill argument
 
 
 POSITION_EPS = 1e-9  # m: float rounding of a target computed to lie exactly on a limit is not a violation
+# rad: spacing, on the leading axis, of the samples of a joint move's path (joint-space interpolation, as
+# UR's moveJ) whose TCP (forward kinematics) must be in the workspace. Between two samples every joint
+# turns at most this much, so the TCP moves at most this times the sum of the axes' distances to it: on a
+# UR5e with a 16 cm tool about 3.2 m in the worst case, i.e. at most 3.2 cm between samples (typically
+# under 1.5 cm, as the joints do not all turn at the leading axis's rate with their longest lever).
+JOINT_PATH_STEP = 0.01
 
 @dataclass(frozen=True)
 class SkillRule:
@@ -51,6 +59,9 @@ class SafetyLimits:
     max_joint_speed: float  # rad/s, leading axis
     max_joint_acceleration: float  # rad/s^2, leading axis
     max_contact_travel: float  # m, longest guarded move-until-contact
+    min_speed: float  # m/s, TCP: slower linear and contact moves are refused
+    min_joint_speed: float  # rad/s, leading axis: slower joint moves are refused
+    max_motion_duration: float  # s, longest nominal duration of one motion (trapezoidal profile)
     joint_min: tuple[float, ...]  # rad
     joint_max: tuple[float, ...]  # rad
     skills: tuple[SkillRule, ...]  # the allow-list
@@ -64,10 +75,14 @@ class SafetyLimits:
         if not math.isfinite(self.min_height):
             raise ValueError("min_height must be finite (m)")
         for name in ("max_speed", "max_acceleration", "max_joint_speed", "max_joint_acceleration",
-                     "max_contact_travel"):
+                     "max_contact_travel", "min_speed", "min_joint_speed", "max_motion_duration"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be > 0, got {value}")
+        if self.min_speed > self.max_speed or self.min_joint_speed > self.max_joint_speed:
+            raise ValueError(f"min_speed ({self.min_speed} m/s) and min_joint_speed ({self.min_joint_speed} rad/s) "
+                             f"must not exceed max_speed ({self.max_speed}) and max_joint_speed "
+                             f"({self.max_joint_speed})")
         if len(self.joint_min) != 6 or len(self.joint_max) != 6:
             raise ValueError("joint_min and joint_max need 6 values (rad)")
         if any(lo >= hi for lo, hi in zip(self.joint_min, self.joint_max)):
@@ -112,18 +127,26 @@ class SafetyLimits:
             raise MotionRefused(Refusal.INVALID_TARGET, f"{what} pose has a non-finite value: {pose.as_list()}")
         self.check_position(pose.x, pose.y, pose.z, what)
 
-    def check_linear(self, pose: TcpPose, speed: float, acceleration: float) -> None:
-        self._check_rate(speed, self.max_speed, Refusal.SPEED, "speed", "m/s")
+    def check_linear(self, pose: TcpPose, speed: float, acceleration: float, start: TcpPose | None = None) -> None:
+        """Rates and the target; from `start` (the TCP now) also the motion's duration. A straight line
+        between two points of the (convex) workspace box stays in it."""
+        self._check_rate(speed, self.max_speed, Refusal.SPEED, "speed", "m/s", self.min_speed)
         self._check_rate(acceleration, self.max_acceleration, Refusal.ACCELERATION, "acceleration", "m/s^2")
         self.check_pose(pose)
+        if start is not None:
+            self.check_duration(start.distance_to(pose), speed, acceleration, "linear move", "m")
 
     def check_joints(self, q: Sequence[float], speed: float, acceleration: float,
-                     forward_kinematics: Callable[[Sequence[float]], TcpPose] | None = None) -> None:
+                     forward_kinematics: Callable[[Sequence[float]], TcpPose] | None = None,
+                     start: Sequence[float] | None = None) -> None:
         """Joint limits and rates; with forward kinematics, the TCP at `q` must be in the workspace too.
 
-        A joint-space path is not a straight line in Cartesian space: only its end point is checked.
+        From `start` (the joints now, rad) also the duration and, with forward kinematics, the path: a
+        joint-space path is not a straight line in Cartesian space, so it is sampled every
+        JOINT_PATH_STEP rad of the leading axis and the TCP of every sample must be in the workspace.
         """
-        self._check_rate(speed, self.max_joint_speed, Refusal.JOINT_SPEED, "joint speed", "rad/s")
+        self._check_rate(speed, self.max_joint_speed, Refusal.JOINT_SPEED, "joint speed", "rad/s",
+                         self.min_joint_speed)
         self._check_rate(acceleration, self.max_joint_acceleration, Refusal.JOINT_ACCELERATION,
                          "joint acceleration", "rad/s^2")
         if len(q) != 6 or not all(math.isfinite(v) for v in q):
@@ -134,23 +157,70 @@ class SafetyLimits:
                                     f"joint {i} target {v:.3f} rad is outside [{lo:.3f}, {hi:.3f}] rad")
         if forward_kinematics is not None:
             self.check_pose(forward_kinematics(q), "TCP at the joint target")
+        if start is None:
+            return
+        if len(start) != 6 or not all(math.isfinite(v) for v in start):
+            raise MotionRefused(Refusal.INVALID_TARGET, f"the arm's joints {list(start)} are not 6 finite values")
+        span = max(abs(b - a) for a, b in zip(start, q))
+        self.check_duration(span, speed, acceleration, "joint move", "rad")
+        if forward_kinematics is not None:
+            self.check_joint_path(start, q, forward_kinematics)
+
+    def check_joint_path(self, start: Sequence[float], q: Sequence[float],
+                         forward_kinematics: Callable[[Sequence[float]], TcpPose]) -> None:
+        """The TCP along the joint-space interpolation from `start` to `q` (rad), sampled every
+        JOINT_PATH_STEP rad of the leading axis (the start, where the arm already is, and the end,
+        checked as the target, excluded) must be in the workspace and above the minimum height."""
+        span = max(abs(b - a) for a, b in zip(start, q))
+        n = math.ceil(span / JOINT_PATH_STEP)
+        for i in range(1, n):
+            s = i / n
+            tcp = forward_kinematics([a + (b - a) * s for a, b in zip(start, q)])
+            self.check_position(tcp.x, tcp.y, tcp.z, f"TCP on the way to the joint target ({s:.0%} of the path)")
+
+    def check_duration(self, distance: float, speed: float, acceleration: float, what: str, unit: str) -> None:
+        """Refuse (DURATION) a motion over `distance` (m or rad) that would take longer than max_motion_duration."""
+        t = motion_duration(distance, speed, acceleration)
+        if not t <= self.max_motion_duration:
+            raise MotionRefused(Refusal.DURATION,
+                                f"{what} of {distance:.3f} {unit} at {speed:g} {unit}/s and {acceleration:g} "
+                                f"{unit}/s^2 would take {t:.3g} s, longer than {self.max_motion_duration:g} s")
+
+    def check_motion_settings(self, speed: float, acceleration: float, contact_speed: float) -> None:
+        """A primitive's travel and contact speeds (m/s, m/s^2) are within the rates, and a travel across
+        the whole workspace (its diagonal) and a longest contact move end within max_motion_duration."""
+        self._check_rate(speed, self.max_speed, Refusal.SPEED, "travel speed", "m/s", self.min_speed)
+        self._check_rate(acceleration, self.max_acceleration, Refusal.ACCELERATION, "travel acceleration", "m/s^2")
+        self._check_rate(contact_speed, self.max_speed, Refusal.SPEED, "contact speed", "m/s", self.min_speed)
+        diagonal = math.dist(self.workspace_min, self.workspace_max)
+        self.check_duration(diagonal, speed, acceleration, "a travel across the workspace", "m")
+        self._check_contact_duration(self.max_contact_travel, contact_speed)
+
+    def _check_contact_duration(self, max_travel: float, speed: float) -> None:
+        t = max_travel / speed  # s at full speed: a lower bound whatever the contact move's acceleration
+        if not t <= self.max_motion_duration:
+            raise MotionRefused(Refusal.DURATION, f"contact move of up to {max_travel:.3f} m at {speed:g} m/s would "
+                                                  f"take {t:.3g} s, longer than {self.max_motion_duration:g} s")
 
     def check_contact(self, start: TcpPose, direction: Vector3, speed: float, max_travel: float) -> None:
         """A guarded move from `start`: its farthest point (start + max_travel along direction) must be allowed."""
         norm = math.sqrt(sum(c * c for c in direction))
         if not math.isfinite(norm) or norm < 1e-9:
             raise MotionRefused(Refusal.INVALID_TARGET, f"contact direction {direction} is not a direction")
-        self._check_rate(speed, self.max_speed, Refusal.SPEED, "contact speed", "m/s")
+        self._check_rate(speed, self.max_speed, Refusal.SPEED, "contact speed", "m/s", self.min_speed)
         if not (math.isfinite(max_travel) and 0 < max_travel <= self.max_contact_travel):
             raise MotionRefused(Refusal.CONTACT_TRAVEL,
                                 f"contact travel {max_travel:.3f} m must be in (0, {self.max_contact_travel:.3f}] m")
+        self._check_contact_duration(max_travel, speed)
         end = [s + c / norm * max_travel for s, c in zip(start.position, direction)]
         self.check_position(end[0], end[1], end[2], "farthest point of the contact move")
 
     @staticmethod
-    def _check_rate(value: float, limit: float, refusal: Refusal, name: str, unit: str) -> None:
-        if not (math.isfinite(value) and 0 < value <= limit):
-            raise MotionRefused(refusal, f"{name} {value:g} {unit} must be in (0, {limit:g}] {unit}")
+    def _check_rate(value: float, limit: float, refusal: Refusal, name: str, unit: str, low: float = 0.0) -> None:
+        """`value` in (0, limit], or in [low, limit] when a minimum `low` > 0 is given."""
+        if not (math.isfinite(value) and 0 < value <= limit and value >= low):
+            interval = f"[{low:g}, {limit:g}]" if low > 0 else f"(0, {limit:g}]"
+            raise MotionRefused(refusal, f"{name} {value:g} {unit} must be in {interval} {unit}")
 
 
 class ApprovalGate(Protocol):
@@ -207,9 +277,9 @@ class SafeArm:
             if first:
                 self._estop_reason = reason
             in_flight = self._in_flight
+        self._stop_quietly()  # first: a log record can block (a full stderr pipe) and is not urgent
         if first:
             self._log.error("software e-stop engaged: %s", reason)
-        self._stop_quietly()
         if in_flight:
             # A motion that passed its checks just before the latch may reach the robot after this
             # stop(); keep stopping until it has returned.
@@ -241,16 +311,21 @@ class SafeArm:
 
     # ----- motions --------------------------------------------------------------------------
     def check_joint_target(self, q: Sequence[float], speed: float, acceleration: float) -> None:
-        """Raise MotionRefused if move_joints(q, speed, acceleration) would be refused (nothing is sent)."""
+        """Raise MotionRefused if a joint move to `q` would be refused from anywhere (joint limits, rates,
+        the TCP at `q`); move_joints also checks its duration and path from where the arm is."""
         self.limits.check_joints(q, speed, acceleration, self._fk)
 
     def move_linear(self, pose: TcpPose, speed: float, acceleration: float) -> None:
         self.limits.check_linear(pose, speed, acceleration)
+        self._refuse_if_latched()
+        self.limits.check_linear(pose, speed, acceleration, start=self.arm.tcp_pose())
         self._run(f"move linearly to {pose} at {speed:g} m/s",
                   lambda: self.arm.move_linear(pose, speed, acceleration))
 
     def move_joints(self, q: Sequence[float], speed: float, acceleration: float) -> None:
         self.check_joint_target(q, speed, acceleration)
+        self._refuse_if_latched()
+        self.limits.check_joints(q, speed, acceleration, self._fk, start=self.arm.joint_positions())
         target = [round(float(v), 4) for v in q]
         self._run(f"move joints to {target} rad at {speed:g} rad/s",
                   lambda: self.arm.move_joints(q, speed, acceleration))

@@ -27,7 +27,9 @@ fault), `holding()`, `arm_stow()`, `arm_carry()`, `arm_reach()` (hand to a body-
 
 Errors: every SDK failure becomes a `SpotFault` (an `ArmFault`, so the skills layer treats it as a robot
 fault) with a `SpotFaultCause`; motions over the configured velocity limits are refused before anything is
-sent (`MotionRefused(Refusal.SPEED)`); a cancelled motion is stopped and raises `MotionInterrupted`.
+sent (`MotionRefused(Refusal.SPEED)`), and so are walk goals farther than `max_go_to_distance` from where
+the body stands (`Refusal.DISTANCE`) and velocity commands longer than `max_move_duration`
+(`Refusal.DURATION`); a cancelled motion is stopped and raises `MotionInterrupted`.
 Every RPC carries a deadline (`rpc_timeout_s`), every blocking command a time limit: a silent or lost
 robot gives `SpotFault(CONNECTION_LOST)` within those, never a hang.
 """
@@ -256,6 +258,10 @@ class SpotSettings:
     max_linear_velocity: float  # m/s, per axis, body frame
     max_angular_velocity: float  # rad/s, yaw
     max_arm_reach: float  # m from the body origin: arm_reach targets beyond are refused before sending
+    # m from where the body stands now: farther go_to / go_to_odom goals are refused before sending (the
+    # robot table's YAML sets it; the default is for callers that build settings in code)
+    max_go_to_distance: float = 8.0
+    max_move_duration: float = 10.0  # s: longer move() (velocity) commands are refused before sending
 
     def __post_init__(self) -> None:
         if not self.hostname:
@@ -264,7 +270,7 @@ class SpotSettings:
             raise ValueError(f"port must be 1..65535, got {self.port}")
         for name in ("rpc_timeout_s", "connect_timeout_s", "command_timeout_s", "feedback_period_s",
                      "lease_check_period_s", "estop_timeout_s", "max_linear_velocity", "max_angular_velocity",
-                     "max_arm_reach"):
+                     "max_arm_reach", "max_go_to_distance", "max_move_duration"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be > 0, got {value}")
@@ -619,6 +625,12 @@ class SpotRobot:
             raise MotionRefused(Refusal.SPEED, f"velocity ({vx:.2f}, {vy:.2f}) m/s, {vyaw:.2f} rad/s exceeds the "
                                 f"limits {lin:.2f} m/s, {ang:.2f} rad/s")
 
+    def _check_distance(self, distance: float, what: str) -> None:
+        """Refuse (DISTANCE) a walk goal `distance` m from where the body stands now beyond max_go_to_distance."""
+        if distance > self.cfg.max_go_to_distance:
+            raise MotionRefused(Refusal.DISTANCE, f"{what} is {distance:.2f} m away, farther than the limit "
+                                                  f"{self.cfg.max_go_to_distance:g} m")
+
     def _mobility_params(self) -> Any:
         """Mobility params carrying the configured velocity limits (the robot enforces them too)."""
         params = RobotCommandBuilder.mobility_params()
@@ -634,6 +646,9 @@ class SpotRobot:
         self._check_velocity(vx, vy, vyaw)
         if not (math.isfinite(duration_s) and duration_s > 0.0):
             raise MotionRefused(Refusal.INVALID_TARGET, f"duration {duration_s} s must be > 0")
+        if duration_s > self.cfg.max_move_duration:
+            raise MotionRefused(Refusal.DURATION, f"move for {duration_s:g} s is longer than the limit "
+                                                  f"{self.cfg.max_move_duration:g} s")
         self._log.info("move at (%.2f, %.2f) m/s, %.2f rad/s for %.1f s", vx, vy, vyaw, duration_s)
         command = RobotCommandBuilder.synchro_velocity_command(vx, vy, vyaw, params=self._mobility_params())
         end = time.time() + duration_s
@@ -645,6 +660,7 @@ class SpotRobot:
         """Walk to (x, y) m, heading yaw rad, relative to the body now (gravity-aligned body frame)."""
         if not all(math.isfinite(v) for v in (x, y, yaw, timeout_s)) or timeout_s <= 0.0:
             raise MotionRefused(Refusal.INVALID_TARGET, f"go_to({x}, {y}, {yaw}, timeout {timeout_s}) is invalid")
+        self._check_distance(math.hypot(x, y), f"go_to({x:.2f}, {y:.2f})")
         self._log.info("go to (%.2f, %.2f) m, %.2f rad in the body frame", x, y, yaw)
         command = RobotCommandBuilder.synchro_se2_trajectory_point_command(
             x, y, yaw, frame_name=GRAV_ALIGNED_BODY_FRAME_NAME, params=self._mobility_params())
@@ -657,6 +673,8 @@ class SpotRobot:
         interrupted walk, the same target still means the same place)."""
         if not all(math.isfinite(v) for v in (x, y, yaw, timeout_s)) or timeout_s <= 0.0:
             raise MotionRefused(Refusal.INVALID_TARGET, f"go_to_odom({x}, {y}, {yaw}, timeout {timeout_s}) is invalid")
+        here = self.body_pose()  # odometry now (SpotFault if it cannot be read: nothing is sent either)
+        self._check_distance(math.hypot(x - here[0], y - here[1]), f"go_to_odom({x:.2f}, {y:.2f})")
         self._log.info("go to (%.2f, %.2f) m, %.2f rad in odom", x, y, yaw)
         command = RobotCommandBuilder.synchro_se2_trajectory_point_command(
             x, y, yaw, frame_name=ODOM_FRAME_NAME, params=self._mobility_params())

@@ -33,13 +33,18 @@ from .arm import (
     ArmStatus,
     FaultKind,
     MotionInterrupted,
+    MotionRefused,
+    Refusal,
     RobotMode,
     SafetyMode,
     TcpPose,
     Vector3,
+    motion_duration,
 )
 
 T = TypeVar("T")
+__all__ = ["RtdeArm", "RtdeArmConfig", "RtdeFactories", "UrPorts", "EndEffectorIO", "library_factories",
+           "motion_duration", "probe_controller"]
 
 
 # ----- the ur_rtde surface this module uses (the real classes and the test fake satisfy it) ---
@@ -222,6 +227,9 @@ class RtdeArmConfig:
     stop_joint_deceleration: float = 3.0  # rad/s^2, stopJ
     motion_timeout_factor: float = 2.0  # motion time limit = factor * nominal duration + margin
     motion_timeout_margin_s: float = 5.0
+    # s: no motion is watched longer; a motion whose time limit would be longer (an absurdly slow speed or
+    # acceleration that passed the layer above) is refused before it is sent (every wait here is bounded)
+    max_motion_time_s: float = 300.0
     settle_timeout_s: float = 0.5  # s a motion may report "not running" away from its target before it failed
     position_tolerance: float = 0.002  # m, target reached
     joint_tolerance: float = 0.005  # rad, joint target reached
@@ -236,22 +244,12 @@ class RtdeArmConfig:
         for name in ("contact_force", "contact_acceleration", "stop_deceleration", "contact_stop_deceleration",
                      "stop_joint_deceleration", "monitor_period_s", "command_timeout_s", "connect_timeout_s",
                      "stale_timeout_s", "motion_timeout_factor", "settle_timeout_s", "position_tolerance",
-                     "joint_tolerance"):
+                     "joint_tolerance", "max_motion_time_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be > 0, got {value}")
         if self.reconnect_period_s < 0 or self.motion_timeout_margin_s < 0:
             raise ValueError("reconnect_period_s and motion_timeout_margin_s must be >= 0")
-
-
-def motion_duration(distance: float, speed: float, acceleration: float) -> float:
-    """Nominal time (s) of a trapezoidal move over `distance` (m or rad)."""
-    if distance <= 0:
-        return 0.0
-    ramp = speed / acceleration  # s to reach speed
-    if acceleration * ramp * ramp >= distance:  # triangular profile
-        return 2.0 * math.sqrt(distance / acceleration)
-    return distance / speed + ramp
 
 
 _DISCONNECTED = ArmStatus(int(RobotMode.DISCONNECTED), int(SafetyMode.UNDEFINED_SAFETY_MODE),
@@ -520,8 +518,8 @@ class RtdeArm:
         ctrl = self._begin("linear")
         try:
             start = self.tcp_pose()
+            limit = self._time_limit(motion_duration(start.distance_to(pose), speed, acceleration), "moveL")
             seq = self._send_motion("moveL", lambda: ctrl.moveL(pose.as_list(), speed, acceleration, True))
-            limit = self._time_limit(motion_duration(start.distance_to(pose), speed, acceleration))
             self._await(seq, f"moveL to {pose}", limit, lambda: self._near(pose))
         finally:
             self._motion_kind = ""
@@ -531,9 +529,9 @@ class RtdeArm:
         target = [float(v) for v in q]
         try:
             start = self.joint_positions()
-            seq = self._send_motion("moveJ", lambda: ctrl.moveJ(target, speed, acceleration, True))
             span = max(abs(a - b) for a, b in zip(start, target))
-            limit = self._time_limit(motion_duration(span, speed, acceleration))
+            limit = self._time_limit(motion_duration(span, speed, acceleration), "moveJ")
+            seq = self._send_motion("moveJ", lambda: ctrl.moveJ(target, speed, acceleration, True))
             self._await(seq, f"moveJ to {[round(v, 3) for v in target]} rad", limit, lambda: self._near_joints(target))
         finally:
             self._motion_kind = ""
@@ -543,15 +541,15 @@ class RtdeArm:
         if norm < 1e-9:
             raise ValueError(f"contact direction {direction} is not a direction")
         unit = (direction[0] / norm, direction[1] / norm, direction[2] / norm)
+        acc = self.cfg.contact_acceleration
+        limit = self._time_limit(motion_duration(max_travel, speed, acc), "contact moveL")
         ctrl = self._begin("linear")
         try:
             if self.cfg.zero_ft_before_contact:
                 self._call("zeroFtSensor", ctrl.zeroFtSensor, expect_true=True)
             start = self.tcp_pose()
             end = start.with_position(*(s + u * max_travel for s, u in zip(start.position, unit)))
-            acc = self.cfg.contact_acceleration
             seq = self._send_motion("moveL", lambda: ctrl.moveL(end.as_list(), speed, acc, True))
-            limit = self._time_limit(motion_duration(max_travel, speed, acc))
             recv = self._receive()
 
             def touching() -> bool:
@@ -580,8 +578,14 @@ class RtdeArm:
         self._motion_kind = kind
         return ctrl
 
-    def _time_limit(self, nominal_s: float) -> float:
-        return self.cfg.motion_timeout_factor * nominal_s + self.cfg.motion_timeout_margin_s
+    def _time_limit(self, nominal_s: float, what: str) -> float:
+        """How long a motion of nominal duration `nominal_s` (s) is watched; MotionRefused (nothing sent)
+        when that would exceed max_motion_time_s (or never end)."""
+        limit = self.cfg.motion_timeout_factor * nominal_s + self.cfg.motion_timeout_margin_s
+        if not limit <= self.cfg.max_motion_time_s:
+            raise MotionRefused(Refusal.DURATION, f"{what} would take {nominal_s:.3g} s: its time limit "
+                                                  f"{limit:.3g} s exceeds {self.cfg.max_motion_time_s:g} s")
+        return limit
 
     def _await(self, seq: int, what: str, limit_s: float, at_target: Callable[[], bool],
                contact: Callable[[], bool] | None = None) -> bool:
