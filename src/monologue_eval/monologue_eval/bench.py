@@ -64,6 +64,8 @@ from .core.benchmark import (
     llm_usage,
     load_wordings,
     motion_time,
+    param_overrides,
+    param_text,
     plan_episodes,
     run_benchmark,
     split_wall_time,
@@ -122,6 +124,11 @@ def static_overrides(settings: Settings, out: Path, robot: str = "sim") -> dict[
     }}
     if not settings.affordances and robot_entry(robot).skills_backend == "kinematic":  # arm backends offer them anyway
         params["skills"] = {"sim.completed_affordance": "1.0"}
+    for node, extra in param_overrides(settings.params).items():  # --param (ablations)
+        clash = sorted(set(extra) & set(params.get(node, {})))
+        if clash and node == "planner":
+            raise ValueError(f"--param cannot set {node}:{clash}: the bench sets it itself")
+        params.setdefault(node, {}).update(extra)
     return params
 
 
@@ -401,13 +408,17 @@ class GraphRunner:
         if not objects:
             raise InfrastructureError("no ground truth after the episode")
         final = _state(objects)
+        try:
+            reward = task.reward(final)
+        except ValueError as e:  # another scene's ground truth (a second graph on this ROS domain?)
+            raise InfrastructureError(f"unusable ground truth after the episode: {e}") from e
         usage = llm_usage(line for _t, line in calls)
         kinds = {getattr(TranscriptEvent, n): n[5:] for n in dir(TranscriptEvent) if n.startswith("KIND_")}
         events = [(kinds.get(e.kind, str(e.kind)), e.stamp.sec + e.stamp.nanosec * 1e-9) for e in result.transcript]
         llm_s, motion_s, rest_s = split_wall_time(wall_s, usage.wall_s, motion_time(events, llm_intervals(calls)))
         return EpisodeRecord(
             task=key.task, variant=key.variant, index=key.index, seed=task.scene.seed,
-            instruction=task.instruction, reward=task.reward(final),
+            instruction=task.instruction, reward=reward,
             block_colors=list(task.scene.block_colors), bowl_colors=list(task.scene.bowl_colors),
             slots=dict(task.slots), steps=int(result.steps_taken), planner_success=bool(result.success),
             planner_error=_error_name(result.error_code), planner_reason=str(result.reason),
@@ -499,7 +510,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"), default=None,
                     help="table1: no episodes; compare two finished runs (DIR, or DIR:VARIANT for one variant "
                          "of a run) episode by episode on the same scenes: flips and McNemar's exact p")
+    ap.add_argument("--table", nargs="+", metavar="RUN", default=None,
+                    help="table1: no episodes; finished runs (DIR or DIR:VARIANT) side by side, one row per "
+                         "task: rate, 95%% Wilson interval, counts, and the mean over tasks (ablation tables)")
     ap.add_argument("--timeout", type=float, default=900.0, help="s per episode before it is cancelled")
+    ap.add_argument("--param", action="append", default=[], metavar="NODE:NAME=VALUE",
+                    help="table1: a node parameter override for the whole run (repeatable), e.g. "
+                         "planner:scoring.normalization=mean; recorded in the settings (run.json, "
+                         "results.json), so --compare shows what differed")
     return ap.parse_args(list(argv))
 
 
@@ -530,6 +548,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"monologue-bench: {e}", file=sys.stderr)
             return 2
         return 0
+    if ns.table is not None:
+        from .core.paired import Side, ablation_markdown
+
+        try:
+            print(ablation_markdown([Side.parse(t) for t in ns.table], list(FAMILIES),
+                                    {k: title for k, (title, _split) in TITLES.items()}))
+        except (ValueError, OSError) as e:
+            print(f"monologue-bench: {e}", file=sys.stderr)
+            return 2
+        return 0
     if ns.suite != "table1":
         from .kitchen_bench import main as kitchen_main
 
@@ -541,9 +569,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "unseen": [k for k, f in FAMILIES.items() if f.split == "unseen"]}, "task")
         variants = _parse_list(ns.variants, list(VARIANTS), {"all": list(VARIANTS)}, "variant")
         episodes = PAPER_EPISODES if ns.full else ns.episodes
+        from monologue_bringup.up import parse_node_params
+
         settings = Settings(llm=ns.llm, seed=ns.seed, strategy=ns.strategy, affordances=ns.affordances == "on",
-                            place_noise_m=ns.place_noise, max_steps=ns.max_steps, wording=ns.wording)
+                            place_noise_m=ns.place_noise, max_steps=ns.max_steps, wording=ns.wording,
+                            params=param_text(parse_node_params(ns.param)))
         settings.validate()
+        static_overrides(settings, Path("runs"), ns.robot)  # a --param the bench owns fails here
         if settings.wording == "paraphrase":
             load_wordings(wordings_path(), FAMILY_SLOTS)  # a bad list fails here, before the graph starts
         plan = plan_episodes(tasks, variants, episodes)

@@ -106,6 +106,9 @@ def main(ns: argparse.Namespace) -> int:
             print("\n== interrupted; rerun the same command to continue", file=sys.stderr)
             return 130
         except (TimeoutError, RuntimeError) as e:
+            if isinstance(e.__context__, KeyboardInterrupt):  # a signal, masked by the graph's shutdown error
+                print("\n== interrupted; rerun the same command to continue", file=sys.stderr)
+                return 130
             print(f"== [{n}/{len(todo)}] {variant} seed {seed}: not scored ({e})", file=sys.stderr)
             continue
         rows.append(row)

@@ -72,7 +72,7 @@ class _Decided(Exception):
 
 
 def run_one(ep: Episode, method: str, robot: str, llm: str, seed: int, out: Path, timeout_s: float,
-            to_the_end: bool = False) -> EpisodeScore:
+            to_the_end: bool = False, extra: dict[str, dict[str, str]] | None = None) -> EpisodeScore:
     """One episode of one method on its own graph (brought up and stopped here). Unless `to_the_end`, the
     episode is stopped as soon as a query has failed (its feedback events show the next query starting):
     the score is the same and the 270M model's long failures cost no further LLM calls."""
@@ -92,6 +92,8 @@ def run_one(ep: Episode, method: str, robot: str, llm: str, seed: int, out: Path
     sink = LineSink(out / "graph.log")
     params = {scene_node(robot): ep.scene_parameters(seed),
               "planner": {"strategy": method, "transcript_dir": str(out / "transcripts")}}
+    for node, p in (extra or {}).items():  # --param node:name=value (e.g. planner:statler.constrained=true)
+        params.setdefault(node, {}).update(p)
     sup = Supervisor(robot, llm, node_params=params, sink=sink, log_level="warn")
     try:
         sup.start()
@@ -115,6 +117,7 @@ def _from_json(d: dict[str, Any]) -> EpisodeScore:
 
 def main(ns: argparse.Namespace) -> int:
     from monologue_bringup.graph import default_config_dir
+    from monologue_bringup.up import parse_node_params
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -122,6 +125,7 @@ def main(ns: argparse.Namespace) -> int:
         methods = _choose(ns.variants, METHODS, "method")
         domains = _choose(ns.families, list(DOMAIN_SCENES), "domain")
         robot = ROBOT
+        extra = parse_node_params(list(getattr(ns, "param", None) or []))
     except ValueError as e:
         print(f"monologue-bench: {e}", file=sys.stderr)
         return 2
@@ -139,11 +143,14 @@ def main(ns: argparse.Namespace) -> int:
     for n, (method, ep) in enumerate(plan, 1):
         t0 = time.monotonic()
         try:
-            score = run_one(ep, method, robot, ns.llm, ns.seed, out, ns.timeout)
+            score = run_one(ep, method, robot, ns.llm, ns.seed, out, ns.timeout, extra=extra)
         except KeyboardInterrupt:
             print("\n== interrupted; rerun the same command to continue", file=sys.stderr)
             return 130
         except (TimeoutError, RuntimeError) as e:
+            if isinstance(e.__context__, KeyboardInterrupt):  # a signal, masked by the graph's shutdown error
+                print("\n== interrupted; rerun the same command to continue", file=sys.stderr)
+                return 130
             print(f"== [{n}/{len(plan)}] {method} {ep.id}: not scored ({e})", file=sys.stderr)
             continue
         done.append(score)

@@ -10,7 +10,14 @@ import pytest
 import yaml
 
 from monologue_domain.tasks import FAMILIES, TaskScene
-from monologue_eval.bench import CassetteTail, _string_list, goal_options, scene_overrides, static_overrides
+from monologue_eval.bench import (
+    CassetteTail,
+    _string_list,
+    goal_options,
+    main,
+    scene_overrides,
+    static_overrides,
+)
 from monologue_eval.core.benchmark import (
     PAPER_TABLE1,
     VARIANTS,
@@ -26,6 +33,8 @@ from monologue_eval.core.benchmark import (
     llm_intervals,
     llm_usage,
     motion_time,
+    param_overrides,
+    param_text,
     plan_episodes,
     run_benchmark,
     split_wall_time,
@@ -37,6 +46,7 @@ from monologue_eval.core.report import (
     markdown_table,
     report_markdown,
     results_json,
+    settings_text,
     write_chart,
 )
 
@@ -144,6 +154,35 @@ def test_scene_overrides_set_the_skills_node_world() -> None:
                                             "sim_kinematic")
 
 
+def test_param_overrides_reach_the_nodes_and_are_recorded_in_the_settings(tmp_path: Path) -> None:
+    from monologue_bringup.up import parse_node_params
+
+    text = param_text(parse_node_params(["planner:scoring.normalization=mean", "skills:sim.phase_duration=0.05",
+                                         "planner:scoring.calibration=content_free"]))
+    assert text == ("planner:scoring.calibration=content_free; planner:scoring.normalization=mean; "
+                    "skills:sim.phase_duration=0.05")  # sorted: the same overrides give the same settings
+    assert param_overrides(text) == {"planner": {"scoring.calibration": "content_free",
+                                                 "scoring.normalization": "mean"},
+                                     "skills": {"sim.phase_duration": "0.05"}}
+    settings = Settings("embedded", 0, "scoring", False, 0.02, 15, params=text)
+    settings.validate()
+    st = static_overrides(settings, Path("/tmp/o"), "sim_kinematic")
+    assert st["planner"]["scoring.normalization"] == "mean" and st["planner"]["llm.cassette_mode"] == "record"
+    assert st["skills"] == {"sim.completed_affordance": "1.0", "sim.phase_duration": "0.05"}
+    with pytest.raises(ValueError, match="sets it itself"):
+        static_overrides(Settings("embedded", 0, "scoring", False, 0.02, 15, params="planner:transcript_dir=/x"),
+                         Path("/tmp/o"), "sim_kinematic")
+    with pytest.raises(ValueError, match="node:name=value"):
+        Settings("embedded", 0, "scoring", False, 0.02, 15, params="planner-no-colon").validate()
+    assert "parameters `planner:scoring.normalization=mean`" in settings_text(
+        Settings("embedded", 0, "scoring", False, 0.02, 15, params="planner:scoring.normalization=mean"), 10)
+    # a run with other overrides is another run: resuming it with these ones is refused
+    ResultStore(tmp_path / "out").open(settings)
+    with pytest.raises(SettingsMismatch, match="params"):
+        ResultStore(tmp_path / "out").open(SETTINGS)
+    assert main(["--param", "planner:llm.cassette_path=/x", "--out", str(tmp_path / "x")]) == 2
+
+
 def test_settings_validation() -> None:
     with pytest.raises(ValueError, match="strategy"):
         Settings("embedded", 0, "magic", False, 0.0, 15).validate()
@@ -205,6 +244,9 @@ def test_chart_is_a_png(tmp_path: Path) -> None:
     path = tmp_path / "chart.png"
     write_chart(path, cells, tasks, variants, TITLES, "test")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+    # 10/10: the Wilson upper bound is 0.9999999999999999, a hair below the rate (was a negative error bar)
+    cells = summarize([rec("stack", "llm_object", i, True) for i in range(10)], tasks, variants)
+    write_chart(path, cells, tasks, variants, TITLES, "test")
 
 
 # ----- timing ------------------------------------------------------------------------------------

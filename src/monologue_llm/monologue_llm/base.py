@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
@@ -145,6 +147,39 @@ class InvalidOutputError(LLMError):
     """The backend returned a response that cannot be interpreted."""
 
 
+_UNCONSTRAINED_WARNED: set[str] = set()
+_WARN_LOCK = threading.Lock()
+
+
+def warn_unconstrained_once(log: logging.Logger, name: str, why: str) -> None:
+    """Log once per ``name`` (a backend) that a grammar was asked for but the output is not constrained."""
+    with _WARN_LOCK:
+        if name in _UNCONSTRAINED_WARNED:
+            return
+        _UNCONSTRAINED_WARNED.add(name)
+    log.warning("%s: grammar-constrained generation unavailable (%s); the output is NOT constrained", name, why)
+
+
+def generate_constrained(
+    llm: LLMBackend,
+    prompt: str,
+    stop: Sequence[str] = (),
+    max_tokens: int = 64,
+    grammar: str | None = None,
+    log: logging.Logger | None = None,
+) -> Generation:
+    """``llm.generate`` with a GBNF ``grammar`` (llama.cpp's format, rule ``root``) when the backend takes
+    one (``accepts_grammar``: llama.cpp, cassettes, an OpenAI-compatible server with ``grammar_field`` set);
+    otherwise (or with ``grammar`` None / empty) unconstrained, logged once per backend."""
+    if not grammar:
+        return llm.generate(prompt, stop=stop, max_tokens=max_tokens)
+    if getattr(llm, "accepts_grammar", False):
+        gen: Generation = llm.generate(prompt, stop=stop, max_tokens=max_tokens, grammar=grammar)  # type: ignore[call-arg]
+        return gen
+    warn_unconstrained_once(log or logging.getLogger(__name__), llm.name, "the backend takes no grammar")
+    return llm.generate(prompt, stop=stop, max_tokens=max_tokens)
+
+
 def l2_normalize(vector: Sequence[float]) -> Vector:
     """``vector`` scaled to unit length (a zero vector stays zero)."""
     norm = math.sqrt(math.fsum(x * x for x in vector))
@@ -157,6 +192,26 @@ def _log_score(score: CandidateScore, policy: str) -> float:
     if policy == "mean":
         return score.logprob / score.token_count if score.token_count > 0 else 0.0
     return score.logprob
+
+
+def calibrate_scores(
+    scores: Sequence[CandidateScore], baseline: Sequence[CandidateScore], weight: float = 1.0
+) -> tuple[CandidateScore, ...]:
+    """Contextual calibration of candidate log-probabilities (natural log): each candidate's
+    ``logprob`` minus ``weight`` times its log-probability under a content-free ``baseline`` prompt
+    (weight 1 = pointwise mutual information with what the baseline left out, Holtzman et al. 2021;
+    0 = unchanged). Per-token log-probabilities are calibrated the same way when both sides have the
+    same tokens (else they are kept), so ``"mean"`` normalisation divides the calibrated sum by the
+    candidate's token count. ValueError if the two lists do not hold the same candidates in order."""
+    if len(scores) != len(baseline) or any(s.text != b.text for s, b in zip(scores, baseline)):
+        raise ValueError("calibration needs the same candidates, in the same order, on both prompts")
+    out = []
+    for s, b in zip(scores, baseline):
+        tokens = s.token_logprobs
+        if len(tokens) == len(b.token_logprobs):
+            tokens = tuple(t - weight * u for t, u in zip(tokens, b.token_logprobs))
+        out.append(CandidateScore(s.text, s.logprob - weight * b.logprob, s.token_count, tokens))
+    return tuple(out)
 
 
 def normalize_scores(

@@ -23,6 +23,7 @@ from .base import (
     SamplingBackend,
     ScoreResult,
     Vector,
+    generate_constrained,
 )
 
 CassetteMode = Literal["record", "replay", "off"]
@@ -232,15 +233,20 @@ class CassetteBackend:
         return self._inner
 
     # -- LLMBackend ----------------------------------------------------
+    accepts_grammar = True  # the grammar goes into the request key and on to the inner backend
+
     def generate(
-        self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64
+        self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, grammar: str | None = None
     ) -> Generation:
-        """Generate through the inner backend or the cassette."""
+        """Generate through the inner backend or the cassette. A ``grammar`` is part of the request key
+        (only when given, so cassettes recorded before grammars existed still replay)."""
         args: dict[str, Any] = {"stop": list(stop), "max_tokens": int(max_tokens)}
+        if grammar:
+            args["grammar"] = grammar
         if self.mode == "replay":
             return _generation_from_json(self._replay("generate", prompt, args))
         inner = self._require_inner()
-        gen = inner.generate(prompt, stop=stop, max_tokens=max_tokens)
+        gen = generate_constrained(inner, prompt, stop=stop, max_tokens=max_tokens, grammar=grammar)
         if self.mode == "record":
             self._append(
                 {

@@ -37,6 +37,7 @@ _OPENAI: dict[str, tuple[tuple[type, ...], Any]] = {
     "backoff_s": ((int, float), 0.5),
     "generation_api": ((str,), "completions"),
     "scoring": ((str,), "echo_logprobs"),
+    "grammar_field": ((str,), ""),
 }
 # the `transformers:` sub-block; a node sees these keys flattened (`transformers.device`)
 _TRANSFORMERS: dict[str, tuple[tuple[type, ...], Any]] = {
@@ -170,6 +171,7 @@ def make_backend(
                 generation_api=values["generation_api"],
                 scoring=values["scoring"],
                 logger=log,
+                grammar_field=values["grammar_field"],
             )
     if mode == "off":
         assert inner is not None

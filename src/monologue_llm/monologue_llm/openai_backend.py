@@ -23,6 +23,7 @@ from .base import (
     ScoringUnsupportedError,
     Vector,
     l2_normalize,
+    warn_unconstrained_once,
 )
 
 GenerationApi = Literal["completions", "chat"]
@@ -78,6 +79,7 @@ class OpenAICompatBackend:
         scoring: ScoringMode | str = "echo_logprobs",
         logger: logging.Logger | None = None,
         batch_prompts: bool | None = None,
+        grammar_field: str = "",
     ) -> None:
         if not base_url:
             raise ValueError("base_url must be set, e.g. http://127.0.0.1:8000/v1")
@@ -103,6 +105,7 @@ class OpenAICompatBackend:
         self.generation_api = generation_api
         self.scoring = scoring
         self._batch_prompts = batch_prompts  # None: probe once whether lists work
+        self.grammar_field = grammar_field  # request field of a GBNF grammar ("grammar": llama.cpp's server)
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         if not key:
             self.log.info(
@@ -147,13 +150,25 @@ class OpenAICompatBackend:
         )
 
     # -- generation ------------------------------------------------------
+    accepts_grammar = True  # sent when grammar_field is set, else logged once and ignored
+
     def generate(
-        self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64
+        self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, grammar: str | None = None
     ) -> Generation:
-        """Greedy (temperature 0) completion via completions or chat API."""
+        """Greedy (temperature 0) completion via completions or chat API.
+
+        ``grammar`` (GBNF) is sent as the request field ``grammar_field`` (llama.cpp's server: ``grammar``);
+        with no field configured it is not sent and the output is not constrained (logged once).
+        """
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1 for remote generation, got {max_tokens}")
         stops = [s for s in stop if s]
+        extra: dict[str, Any] | None = None
+        if grammar:
+            if self.grammar_field:
+                extra = {self.grammar_field: grammar}
+            else:
+                warn_unconstrained_once(self.log, self.name, "llm.grammar_field is empty")
         t0 = time.perf_counter()
         resp: Any
         if self.generation_api == "chat":
@@ -165,6 +180,7 @@ class OpenAICompatBackend:
                     max_tokens=max_tokens,
                     temperature=0.0,
                     stop=stops or openai.omit,
+                    extra_body=extra,
                 ),
             )
             choice = resp.choices[0] if resp.choices else None
@@ -178,6 +194,7 @@ class OpenAICompatBackend:
                     max_tokens=max_tokens,
                     temperature=0.0,
                     stop=stops or openai.omit,
+                    extra_body=extra,
                 ),
             )
             choice = resp.choices[0] if resp.choices else None

@@ -66,3 +66,22 @@ def test_probabilities_are_a_distribution(items: list[tuple[float, int]], policy
     assert len(probs) == len(items)
     assert all(0.0 <= p <= 1.0 for p in probs)
     assert math.isclose(sum(probs), 1.0, rel_tol=1e-9)
+
+
+def test_calibrate_scores_subtracts_the_content_free_logprob() -> None:
+    from monologue_llm.base import calibrate_scores
+
+    real = (CandidateScore("a", -2.0, 2, (-1.5, -0.5)), CandidateScore("b", -6.0, 3, (-2.0, -2.0, -2.0)))
+    free = (CandidateScore("a", -0.5, 2, (-0.25, -0.25)), CandidateScore("b", -7.0, 1, (-7.0,)))
+    full = calibrate_scores(real, free)
+    assert [s.logprob for s in full] == [-1.5, 1.0]  # b gains most from the context: it now wins
+    assert full[0].token_logprobs == (-1.25, -0.25)  # same tokens: calibrated per token too
+    assert full[1].token_logprobs == (-2.0, -2.0, -2.0) and full[1].token_count == 3  # other tokens: kept
+    assert [s.logprob for s in calibrate_scores(real, free, 0.5)] == [-1.75, -2.5]
+    assert calibrate_scores(real, free, 0.0) == real
+    # mean normalisation divides the calibrated sum by the token count
+    assert normalize_scores(full, "mean")[1] > normalize_scores(full, "mean")[0]
+    with pytest.raises(ValueError, match="same candidates"):
+        calibrate_scores(real, free[::-1])
+    with pytest.raises(ValueError, match="same candidates"):
+        calibrate_scores(real, free[:1])

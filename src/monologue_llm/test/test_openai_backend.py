@@ -252,3 +252,16 @@ def test_bad_arguments() -> None:
         OpenAICompatBackend("http://127.0.0.1:1/v1", "m", generation_api="responses")
     with pytest.raises(ValueError, match="scoring"):
         OpenAICompatBackend("http://127.0.0.1:1/v1", "m", scoring="magic")
+
+
+def test_grammar_is_sent_only_when_a_field_is_configured(fake_server: FakeServer,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    grammar = 'root ::= "ok"'
+    fake_backend(fake_server, grammar_field="grammar").generate("hello", max_tokens=2, grammar=grammar)
+    assert fake_server.requests[-1]["grammar"] == grammar
+    plain = fake_backend(fake_server)
+    with caplog.at_level("WARNING"):
+        plain.generate("hello", max_tokens=2, grammar=grammar)
+        plain.generate("hello", max_tokens=2, grammar=grammar)
+    assert "grammar" not in fake_server.requests[-1]
+    assert sum("NOT constrained" in r.message for r in caplog.records) <= 1

@@ -482,3 +482,36 @@ def test_analyzer_llm_settings_are_validated(planner_parameters: Any) -> None:
     with pytest.raises(ValueError) as e:
         settings_from_parameters({**base, "multitalk.analyzer_llm.backend": "gpt4"})
     assert "multitalk.analyzer_llm.backend" in str(e.value)
+
+
+class GrammarDialogue(Dialogue):
+    """A Dialogue that takes grammars (as llama.cpp does) and keeps them per role."""
+
+    accepts_grammar = True
+
+    def __init__(self, planner: Sequence[str], analyzer: Sequence[str] = ()) -> None:
+        super().__init__(planner, analyzer)
+        self.grammars: dict[str, list[str | None]] = {"Planner": [], "Analyzer": []}
+
+    def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64,  # type: ignore[override]
+                 grammar: str | None = None) -> Generation:
+        self.grammars["Analyzer" if prompt.endswith("\n\nAnalyzer:\n") else "Planner"].append(grammar)
+        return super().generate(prompt, stop, max_tokens)
+
+
+def test_constrained_roles_get_their_grammars(make_runner: Any, world_ports: Any) -> None:
+    world = scene()
+    llm = GrammarDialogue([GOOD_PLAN], ["Feasible Plan!"])
+    out = run(make_runner, llm, geo_ports(world_ports, world, WS), **{"multitalk.constrained": True})
+    assert out.result.error == EpisodeError.NONE, out.result.reason
+    (planner,), (analyzer,) = llm.grammars["Planner"], llm.grammars["Analyzer"]
+    assert planner is not None and analyzer is not None
+    # the Planner's coordinates: the perceived centres as the prompt shows them; grasp only the blocks'
+    assert '"0.4, 0.1, 0.02"' in planner and '"0.5, 0.2, 0.0"' in planner
+    rules = dict(line.split(" ::= ", 1) for line in planner.strip().splitlines())
+    grasped = rules[rules["object-point"].split()[1]]
+    assert '"0.4, 0.1, 0.02"' in grasped and '"0.6, -0.1, 0.02"' in grasped and "0.5, 0.2, 0.0" not in grasped
+    assert '"Feasible Plan!"' in analyzer
+    plain = Dialogue([GOOD_PLAN], ["Feasible Plan!"])  # no grammar support: unconstrained, still runs
+    out = run(make_runner, plain, geo_ports(world_ports, scene(), WS), **{"multitalk.constrained": True})
+    assert out.result.error == EpisodeError.NONE, out.result.reason

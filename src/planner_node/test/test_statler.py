@@ -302,12 +302,25 @@ def test_unreadable_states_are_re_prompted_then_fail(make_runner, world_ports) -
 
 def test_a_failed_skill_ends_the_episode(make_runner, world_ports) -> None:  # type: ignore[no-untyped-def]
     ports = world_ports(world())
-    llm = ScriptedCoder(reader=['put_first_on_second("cyan block", "disinfector")\n'
-                                'update_wm("Put the cyan block in the disinfector")\n'])
-    out = run(make_runner, llm, ports, "Put the cyan block in the disinfector")
-    assert out.result.error == EpisodeError.PLANNING_FAILED and "INVALID_ARGUMENTS" in out.result.reason
-    assert any(e.kind == EventKind.ERROR and "disinfector" in e.text for e in out.events)
+    llm = ScriptedCoder(reader=['put_first_on_second("cyan block", "cyan block")\n'
+                                'update_wm("Put the cyan block on itself")\n'])
+    out = run(make_runner, llm, ports, "Put the cyan block on itself")
+    assert out.result.error == EpisodeError.PLANNING_FAILED and "PRECONDITION_FAILED" in out.result.reason
+    assert any(e.kind == EventKind.ERROR and "cyan block" in e.text for e in out.events)
     assert llm.writer_prompts == []  # the state is not updated with a move that did not happen
+
+
+def test_a_name_the_scene_does_not_have_is_rejected_and_re_prompted_never_sent(  # type: ignore[no-untyped-def]
+        make_runner, world_ports) -> None:
+    ports = world_ports(world())
+    llm = ScriptedCoder(reader=['put_first_on_second("pink block", "green bowl")\n',
+                                'put_first_on_second("cyan block", "disinfector")\n',
+                                'put_first_on_second("The Cyan block", "green bowl")\n'])
+    out = run(make_runner, llm, ports, "Put the cyan block in the green bowl")
+    errors = [e.text for e in out.events if e.kind == EventKind.ERROR]
+    assert any("no object 'pink block'" in t for t in errors), errors
+    assert any("no 'disinfector'" in t for t in errors), errors
+    assert [e.data.get("args") for e in out.events if e.kind == EventKind.ROBOT_ACTION] == [["cyan block", "green bowl"]]
 
 
 def test_resume_restores_the_state(make_runner, world_ports, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -510,3 +523,39 @@ def test_writer_llm_settings_are_validated(planner_parameters) -> None:  # type:
     with pytest.raises(ValueError) as e:
         settings_from_parameters({**base, "statler.writer_llm.backend": "gpt", "statler.writer_llm.temprature": 1})
     assert "statler.writer_llm.backend" in str(e.value) and "temprature" in str(e.value)
+
+
+class GrammarCoder(ScriptedCoder):
+    """A ScriptedCoder that takes a grammar (as llama.cpp does) and keeps every one it was given."""
+
+    accepts_grammar = True
+
+    def __init__(self, reader: Sequence[str] = (), writer: Sequence[str] = (), cut: bool = False) -> None:
+        super().__init__(reader, writer)
+        self.grammars: list[str | None] = []
+        self.cut = cut
+
+    def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64,  # type: ignore[override]
+                 grammar: str | None = None) -> Generation:
+        self.grammars.append(grammar)
+        gen = super().generate(prompt, stop, max_tokens)
+        return Generation(gen.text, 1, 1, 1, "length" if self.cut else "stop", 0.0)
+
+
+def test_constrained_reader_gets_the_scene_grammar(make_runner, world_ports) -> None:  # type: ignore[no-untyped-def]
+    ports = world_ports(world())
+    # the token limit cut the last line: with a grammar, that line is dropped and the rest runs
+    llm = GrammarCoder(reader=['put_first_on_second("cyan block", "green bowl")\nput_first_on_second("yel'],
+                       cut=True)
+    out = run(make_runner, llm, ports, "Put the cyan block in the green bowl", strategy="cap",
+              **{"statler.constrained": True})
+    assert out.result.error == EpisodeError.NONE, out.result.reason
+    assert ports.executed == [("pick_place", ("cyan block", "green bowl"))]
+    grammar = llm.grammars[0]
+    assert grammar is not None and '"cyan block"' in grammar and '"table"' in grammar
+    assert "update_wm" not in grammar  # CaP's whitelist
+    # statler_unified writes a state after its code: no grammar
+    llm2 = GrammarCoder(reader=['noop()\n# state = {\n# "objects": []\n# }\n'])
+    run(make_runner, llm2, world_ports(world()), "Do nothing", strategy="statler_unified",
+        **{"statler.constrained": True})
+    assert llm2.grammars == [None]

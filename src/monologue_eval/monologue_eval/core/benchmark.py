@@ -114,8 +114,12 @@ class Settings:
     place_noise_m: float  # N(0, std) on place positions, m (IM: 0.02)
     max_steps: int  # k
     wording: str = "original"  # "original" (IM Table 1's) | "paraphrase" (config/benchmarks/wordings.yaml)
+    # node parameter overrides of the whole run (ablations), canonical `node:name=value` items joined by
+    # "; " in sorted order ("" = none); see `param_text` / `param_overrides`
+    params: str = ""
 
     def validate(self) -> None:
+        param_overrides(self.params)  # ValueError on a malformed item
         if self.wording not in WORDINGS:
             raise ValueError(f"wording must be one of {list(WORDINGS)}, got {self.wording!r}")
         if self.strategy not in STRATEGIES:
@@ -124,6 +128,35 @@ class Settings:
             raise ValueError("max_steps must be >= 1")
         if not 0.0 <= self.place_noise_m <= 0.1:
             raise ValueError("place noise must be within 0-0.1 m")
+
+
+PARAM_SEPARATOR = "; "
+
+
+def param_text(params: Mapping[str, Mapping[str, str]]) -> str:
+    """{node: {parameter: value}} (as `monologue_bringup.up.parse_node_params` gives) -> the canonical
+    Settings.params text, sorted by node and parameter. ValueError on an empty name or a value holding
+    the separator."""
+    items = []
+    for node in sorted(params):
+        for name in sorted(params[node]):
+            value = str(params[node][name]).strip()
+            if not node.strip() or not name.strip() or PARAM_SEPARATOR in value:
+                raise ValueError(f"bad parameter override {node}:{name}={value!r}")
+            items.append(f"{node.strip()}:{name.strip()}={value}")
+    return PARAM_SEPARATOR.join(items)
+
+
+def param_overrides(text: str) -> dict[str, dict[str, str]]:
+    """Settings.params text -> {node: {parameter: value}}."""
+    out: dict[str, dict[str, str]] = {}
+    for item in (i for i in text.split(PARAM_SEPARATOR) if i.strip()):
+        node, _, rest = item.partition(":")
+        name, eq, value = rest.partition("=")
+        if not (eq and node and name):
+            raise ValueError(f"malformed parameter override {item!r} (node:name=value)")
+        out.setdefault(node, {})[name] = value
+    return out
 
 
 @dataclass(frozen=True, order=True)

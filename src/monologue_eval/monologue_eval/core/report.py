@@ -83,7 +83,8 @@ def settings_text(settings: Settings, episodes: int) -> str:
             f"N(0, {settings.place_noise_m:g} m), k = {settings.max_steps}, seed {settings.seed}, "
             f"{episodes} episode(s) per cell (paper: {PAPER_EPISODES})"
             + ("" if settings.wording == "original"
-               else f", wording `{settings.wording}` (config/benchmarks/wordings.yaml)"))
+               else f", wording `{settings.wording}` (config/benchmarks/wordings.yaml)")
+            + (f", parameters `{settings.params}`" if settings.params else ""))
 
 
 def report_markdown(
@@ -146,8 +147,9 @@ def write_chart(
             lo, hi = c.interval
             xs.append(x)
             ys.append(rate)
-            err_lo.append(rate - 100 * lo if c.n else 0.0)
-            err_hi.append(100 * hi - rate if c.n else 0.0)
+            # clamped: at 0% or 100% rounding can put the Wilson bound a hair past the rate
+            err_lo.append(max(0.0, rate - 100 * lo) if c.n else 0.0)
+            err_hi.append(max(0.0, 100 * hi - rate) if c.n else 0.0)
             if c.paper is not None:
                 paper_x.append(x)
                 paper_y.append(c.paper)

@@ -10,6 +10,9 @@ from monologue_domain.transcript import EventKind, Transcript
 from .ports import SkillOption
 
 NORMALIZATIONS = ("sum", "mean", "softmax")
+# scoring: none = raw log-probabilities; content_free = minus (weight x) each candidate's log-probability
+# under the same prompt with the instruction replaced by "N/A" (core/calibration.py)
+CALIBRATIONS = ("none", "content_free")
 GENERATION_FALLBACKS = ("score", "fail")
 
 
@@ -45,6 +48,9 @@ class EpisodeOptions:
     use_affordances: bool
     max_steps: int
     normalization: str  # one of NORMALIZATIONS
+    calibration: str  # scoring: one of CALIBRATIONS
+    calibration_weight: float  # scoring: the content-free log-probability is subtracted times this (0-1)
+    goal_check: str  # scoring: one of goal_check.GOAL_CHECKS (the instruction's in/on facts vs the success detector)
     decoding: str  # set from the strategy (Strategy.decoding); recorded in the header
     max_reprompts: int  # generate: re-prompts after output that does not parse or is not admissible
     generation_fallback: str  # generate: after the re-prompts, "score" the admissible lines or "fail"

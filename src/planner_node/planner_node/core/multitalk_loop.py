@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from monologue_domain.transcript import EventKind
-from monologue_llm.base import LLMBackend, LLMError
+from monologue_llm.base import LLMBackend, LLMError, generate_constrained
 
 from .episode import EpisodeError, EpisodeResult, PlanningFailed, ScoredCandidate, StepRecord, finish, one_line
 from .feedback import pause_while_faulted, report_skill
 from .human import is_stop_request
+from .multitalk_grammar import analyzer_grammar, planner_grammar
 from .multitalk_parsing import (
     PERCEPTION,
     QUESTIONS,
@@ -53,7 +54,9 @@ from .multitalk_prompts import (
     load_prompt_file,
 )
 from .multitalk_scene import (
+    LOCATION,
     Box,
+    fmt,
     perceived_boxes,
     relations,
     render_bounds,
@@ -166,10 +169,15 @@ def _ask(run: _Run, conv: Conversation, message: str, max_tokens: int, role: str
             raise _Canceled()
         t0 = time.monotonic()
         llm = run.analyzer_llm if role == "analyzer" and run.analyzer_llm is not None else ep.llm
-        gen = llm.generate(conv.prompt(message, tuple(notes)), stop=conv.stop, max_tokens=max_tokens)
+        grammar = _grammar(run, role)
+        gen = generate_constrained(llm, conv.prompt(message, tuple(notes)), stop=conv.stop, max_tokens=max_tokens,
+                                   grammar=grammar, log=ep.log)
         run.llm_s += time.monotonic() - t0
         run.prompt_tokens = gen.prompt_tokens
-        raw = gen.text.replace("\x00", "").strip()  # NULs cannot go into a transcript
+        text = gen.text
+        if grammar and gen.finish_reason == "length" and "\n" in text.strip():
+            text = text.rstrip().rsplit("\n", 1)[0]  # constrained: drop the line the token limit cut
+        raw = text.replace("\x00", "").strip()  # NULs cannot go into a transcript
         try:
             parsed = parse(raw)
         except OutputRejected as e:
@@ -183,6 +191,25 @@ def _ask(run: _Run, conv: Conversation, message: str, max_tokens: int, role: str
         conv.commit(message, raw)
         return raw, parsed
     raise PlanningFailed(f"no readable {role} answer after {run.s.max_reprompts + 1} attempts")
+
+
+def _grammar(run: _Run, role: str) -> str | None:
+    """The GBNF grammar of `role`'s answer when `multitalk.constrained` (None otherwise); the Planner's
+    coordinates are the perceived centres as the prompt shows them (`grammar_coordinates: scene`), grasp's
+    only those of objects that are neither bowls nor locations; `grammar_plan: pairs`: grasp / move pairs."""
+    if not run.s.constrained:
+        return None
+    if role == "analyzer":
+        return analyzer_grammar()
+    pairs = run.s.grammar_plan == "pairs"
+    if run.s.grammar_coordinates != "scene" or not run.boxes:
+        return planner_grammar(pairs=pairs)
+
+    def point(b: Box) -> str:
+        return ", ".join(fmt(c, run.s.digits) for c in b.center)
+
+    graspable = [point(b) for b in run.boxes if b.category not in (LOCATION, "bowl")]
+    return planner_grammar([point(b) for b in run.boxes], graspable, pairs)
 
 
 class _Canceled(Exception):

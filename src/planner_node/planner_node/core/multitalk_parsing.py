@@ -105,6 +105,14 @@ def _find(text: str, marker: str) -> int:
     return text.lower().find(marker.lower())
 
 
+_MARKERS = {PLAN: PLAN_HEADER, QUESTIONS: QUESTIONS_HEADER, PERCEPTION: RERUN}
+
+
+def _starts_line(text: str, marker: str) -> bool:
+    """`marker` (any case, optionally quoted) begins one of the lines of `text`."""
+    return re.search(rf"^\s*[{_QUOTES}]?{re.escape(marker)}", text, re.IGNORECASE | re.MULTILINE) is not None
+
+
 def parse_action(text: str) -> Action:
     """`move(<coords>)`, `grasp(<coords>)` or `home()`; coordinates are 2 or 3 numbers in any
     brackets. OutputRejected for anything else (a name instead of coordinates, an unknown verb)."""
@@ -154,6 +162,10 @@ def parse_planner_output(raw: str) -> PlannerOutput:
     present = [k for k, at in found.items() if at >= 0]
     if not present:
         raise OutputRejected(f"the answer has none of {PLAN_HEADER!r}, {QUESTIONS_HEADER!r}, {RERUN!r}")
+    # the first marker decides; a later one mixes types only where it starts a line (a reasoning or a
+    # question may mention another type's words)
+    first = min(present, key=lambda k: found[k])
+    present = [first] + [k for k in present if k != first and _starts_line(text, _MARKERS[k])]
     if len(present) > 1:
         raise OutputRejected(f"the answer mixes output types ({', '.join(present)}): give exactly one")
     kind = present[0]

@@ -17,6 +17,8 @@ from .role_llm import read_role_llm
 ABLATIONS = ("full", "no_analyzer")  # full pipeline | Planner + Simulator (M Fig. 4)
 ACCEPT_GATES = ("off", "ask")  # the person's acceptance before the simulator (M l.134 "accepted by the user")
 PROMPT_ROLES = ("planner", "analyzer")
+GRAMMAR_COORDINATES = ("scene", "numbers")  # constrained Planner coordinates: perceived centres | any numbers
+GRAMMAR_PLANS = ("pairs", "free")  # constrained plans: grasp/move pairs (+ home() last) | any action per line
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,11 @@ class MultitalkSettings:
     # the Analyzer's own LLM block (the planner's `llm.*` with `multitalk.analyzer_llm.*` over it); {} = the
     # planner's LLM (M uses one GPT-4 for both roles; a second model gives the analysis an independent view)
     analyzer_llm: Mapping[str, object] = field(default_factory=dict)
+    # grammar-constrained decoding (core.multitalk_grammar): the Planner and Analyzer can only write their
+    # output formats; the Planner's coordinates are the perceived centres ("scene") or any numbers
+    constrained: bool = False
+    grammar_coordinates: str = "scene"  # one of GRAMMAR_COORDINATES
+    grammar_plan: str = "pairs"  # one of GRAMMAR_PLANS
 
     def prompt_path(self, role: str) -> Path:
         return self.prompt_dir / f"{self.prompts[role]}.txt"
@@ -70,4 +77,7 @@ def read_multitalk_settings(r: ParamReader, prompt_dir: str) -> MultitalkSetting
         digits=r.integer("multitalk.digits", low=1, high=6),
         home_skill=r.string("multitalk.home_skill"),
         analyzer_llm=read_role_llm(r, "multitalk.analyzer_llm"),
+        constrained=r.boolean("multitalk.constrained"),
+        grammar_coordinates=r.string("multitalk.grammar_coordinates", choices=GRAMMAR_COORDINATES),
+        grammar_plan=r.string("multitalk.grammar_plan", choices=GRAMMAR_PLANS),
     )

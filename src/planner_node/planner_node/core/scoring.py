@@ -7,7 +7,9 @@ from collections.abc import Mapping
 
 from monologue_llm.base import InvalidOutputError, normalize_scores
 
+from .calibration import calibrated_score
 from .episode import ScoredCandidate, StepRecord
+from .goal_check import parse_goal, unmet
 from .ports import SkillOption
 from .strategy import EpisodeContext
 
@@ -19,7 +21,16 @@ def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> 
     chain of thought ends the episode instead)."""
     options, profile, log = ep.options, ep.profile, ep.log
     t0 = time.monotonic()
+    facts = parse_goal(ep.instruction, categories) if options.goal_check != "off" else ()
+    missing = unmet(facts, ep.ports.success) if facts else []
+    if facts and not missing:  # the goal holds: done, without asking the LLM
+        done = ScoredCandidate(profile.done_line, None, 0.0, 1.0, 1.0, 1.0)
+        log.info("step %d: the instruction's goal %s holds; done", step, [(f.obj, f.target) for f in facts])
+        return StepRecord(step, (done,), done, options.normalization, 0, 0, 0.0, time.monotonic() - t0)
     admissible = [o for o in ep.ports.skills.affordances() if o.affordance > 0.0 or not options.use_affordances]
+    if missing and options.goal_check == "affordance":  # do not move what already is where the goal wants it
+        placed = {f.obj for f in facts} - {f.obj for f in missing}
+        admissible = [o for o in admissible if not (o.skill == "pick_place" and o.args and o.args[0] in placed)]
     texts: list[str] = []
     opts: list[SkillOption | None] = []
     for o in admissible:
@@ -29,12 +40,17 @@ def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> 
             log.warning("no prompt template for skill %s; not offered to the LLM", o.skill)
             continue
         opts.append(o)
-    if not options.scene_feedback:  # with Scene feedback, "Robot thought: None." ends the episode
+    if not options.scene_feedback and (not missing or not texts):  # Scene feedback: "Robot thought: None." ends
+        # the episode; a goal check that found an unmet fact offers done only when nothing else is left
         texts.append(profile.done_line)
         opts.append(None)
-    prompt = profile.prompt(ep.transcript.prompt_events())
+    events = ep.transcript.prompt_events()
+    candidates = [profile.lead + t for t in texts]
     t_llm = time.monotonic()
-    result = ep.llm.score(prompt, [profile.lead + t for t in texts])
+    if options.calibration == "content_free":  # minus each line's log-prob with the instruction "N/A"
+        result, _ = calibrated_score(ep.llm, profile, events, candidates, options.calibration_weight)
+    else:
+        result = ep.llm.score(profile.prompt(events), candidates)
     llm_s = time.monotonic() - t_llm
     try:
         probs = normalize_scores(result.scores, options.normalization)

@@ -15,7 +15,8 @@ from types import MappingProxyType
 from monologue_common.core.settings import ParamReader, parameters_from_files
 
 from . import strategies
-from .episode import GENERATION_FALLBACKS, NORMALIZATIONS, EpisodeOptions
+from .episode import CALIBRATIONS, GENERATION_FALLBACKS, NORMALIZATIONS, EpisodeOptions
+from .goal_check import GOAL_CHECKS
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         use_affordances=r.boolean("use_affordances"),
         max_steps=r.integer("max_steps", low=1),
         normalization=r.string("scoring.normalization", choices=NORMALIZATIONS),
+        calibration=r.string("scoring.calibration", choices=CALIBRATIONS),
+        calibration_weight=r.number("scoring.calibration_weight", low=0.0, high=1.0),
+        goal_check=r.string("scoring.goal_check", choices=GOAL_CHECKS),
         max_reprompts=r.integer("generation.max_reprompts", low=0),
         generation_fallback=r.string("generation.fallback", choices=GENERATION_FALLBACKS),
         max_tokens=r.integer("generation.max_tokens", low=1),

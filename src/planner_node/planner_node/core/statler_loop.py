@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from monologue_domain.transcript import Event, EventKind
-from monologue_llm.base import LLMBackend, LLMError
+from monologue_llm.base import LLMBackend, LLMError, generate_constrained
 
 from .episode import (
     EpisodeError,
@@ -43,6 +43,7 @@ from .human import is_stop_request
 from .ports import PortUnavailable, SceneItem, SkillOption
 from .role_llm import role_backend
 from .statler_code import CAP_FUNCTIONS, NOOP, PUT, SAY, STATLER_FUNCTIONS, UPDATE_WM, CodeRejected, Program, parse_code
+from .statler_grammar import reader_grammar
 from .statler_settings import StatlerSettings
 from .statler_state import State, StateParseError, initial_state, parse_state, render_state, to_json
 from .strategy import EpisodeContext
@@ -158,6 +159,15 @@ def _reject(ep: EpisodeContext, role: str, output: str, reason: str, attempt: in
                           "attempt": attempt, "query_index": index})
 
 
+def reader_grammar_of(run: _Run) -> str | None:
+    """The reader's GBNF grammar when `statler.constrained` (not statler_unified, whose answer goes on with
+    a state): the variant's functions, put_first_on_second's object among the scene's objects and its
+    target among the objects, the scene's locations and "table"."""
+    if not run.settings.constrained or run.variant.unified:
+        return None
+    return reader_grammar(run.variant.allowed, run.objects, [*run.objects, *run.locations, TABLE])
+
+
 def ask_reader(run: _Run, query: str, index: int) -> tuple[Program, State | None, int]:
     """The reader's accepted code (and, unified, the state after it) and the prompt's token count.
     Raises PlanningFailed after `max_reprompts` re-prompts."""
@@ -165,9 +175,13 @@ def ask_reader(run: _Run, query: str, index: int) -> tuple[Program, State | None
     stop = ("# query:", "===") if run.variant.unified else ("# query:", "===", "# state =", "# world_state =")
     max_tokens = s.max_tokens_code + (s.max_tokens_state if run.variant.unified else 0)
     notes: list[str] = []
+    grammar = reader_grammar_of(run)
     for attempt in range(s.max_reprompts + 1):
-        gen = ep.llm.generate(run.reader_input(query, notes), stop=stop, max_tokens=max_tokens)
+        gen = generate_constrained(ep.llm, run.reader_input(query, notes), stop=stop, max_tokens=max_tokens,
+                                   grammar=grammar, log=ep.log)
         text = gen.text
+        if grammar and gen.finish_reason == "length" and "\n" in text.strip():
+            text = text.rstrip().rsplit("\n", 1)[0]  # constrained: drop the line the token limit cut
         code_text, state_text = text, ""
         if run.variant.unified:
             m = _STATE_LINE.search(text)
@@ -175,6 +189,7 @@ def ask_reader(run: _Run, query: str, index: int) -> tuple[Program, State | None
                 code_text, state_text = text[: m.start()], text[m.start():]
         try:
             program = parse_code(code_text, run.variant.allowed)
+            check_names(run, program)
             new_state = parse_state(state_text, s.max_state_chars) if state_text else None
             return program, new_state, gen.prompt_tokens
         except (CodeRejected, StateParseError) as e:
@@ -201,18 +216,38 @@ def ask_writer(run: _Run, update: str, index: int) -> State:
     raise PlanningFailed(f"query {index + 1}: no readable state after {s.max_reprompts + 1} answers of the writer")
 
 
+def _key(n: str) -> str:
+    n = " ".join(n.lower().split())
+    return n[4:] if n.startswith("the ") else n
+
+
 def resolve(run: _Run, name: str) -> str:
     """`name` as the scene spells it: case and a leading "the " are forgiven ("The Cyan block" ->
-    "cyan block"); an unknown name is passed on as written (the skill rejects it)."""
-    def key(n: str) -> str:
-        n = " ".join(n.lower().split())
-        return n[4:] if n.startswith("the ") else n
-
-    known = {key(n): n for n in [*run.objects, *run.locations]}
-    k = key(name)
+    "cyan block"); an unknown name is passed on as written (check_names refuses it first)."""
+    known = {_key(n): n for n in [*run.objects, *run.locations]}
+    k = _key(name)
     if k == TABLE:
         return TABLE
     return known.get(k, name)
+
+
+def check_names(run: _Run, program: Program) -> None:
+    """Raise CodeRejected if a put_first_on_second names an object the scene does not have (its first
+    argument among the objects, its second among the objects, locations and "table"), so the call is an
+    ERROR event and a re-prompt, never a skill request. Without a known scene nothing is checked."""
+    if not run.objects:
+        return
+    objects = {_key(n) for n in run.objects}
+    targets = objects | {_key(n) for n in run.locations} | {TABLE}
+    for call in program.calls:
+        if call.function != PUT or len(call.args) != 2:
+            continue
+        obj, target = (_key(a) for a in call.args)
+        if obj not in objects:
+            raise CodeRejected(f"{call.source}: the scene has no object {call.args[0]!r} "
+                               f"(objects: {', '.join(sorted(run.objects))})")
+        if target not in targets:
+            raise CodeRejected(f"{call.source}: the scene has no {call.args[1]!r} to put it on")
 
 
 def table_target(run: _Run, block: str) -> str:

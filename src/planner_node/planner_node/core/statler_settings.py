@@ -33,6 +33,8 @@ class StatlerSettings:
     # statler, statler_auto: the writer's own LLM block (the planner's `llm.*` with `statler.writer_llm.*`
     # over it); empty = the writer uses the planner's backend
     writer_llm: Mapping[str, object] = field(default_factory=dict)
+    # grammar-constrained decoding of the reader's code (core.statler_grammar; not statler_unified)
+    constrained: bool = False
 
     def prompt_path(self, role: str) -> Path:
         return self.prompt_dir / f"{self.prompts[role]}.txt"
@@ -54,4 +56,5 @@ def read_statler_settings(r: ParamReader, prompt_dir: str) -> StatlerSettings:
         table_locations=table,
         max_state_chars=r.integer("statler.max_state_chars", low=100),
         writer_llm=writer,
+        constrained=r.boolean("statler.constrained"),
     )
