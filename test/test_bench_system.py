@@ -40,7 +40,7 @@ def test_bench_runs_two_tasks_and_writes_table_json_chart_then_resumes(ros_domai
 
     data = json.loads((out / "results.json").read_text())
     assert data["settings"] == {"llm": "embedded", "seed": 7, "strategy": "scoring", "affordances": False,
-                                "place_noise_m": 0.02, "max_steps": 4, "wording": "original"}
+                                "place_noise_m": 0.02, "max_steps": 4, "wording": "original", "params": ""}
     episodes = data["episodes"]
     assert [(e["task"], e["variant"], e["index"]) for e in episodes] == [
         ("pick_place", "im_object_success", 0), ("stack", "im_object_success", 0)], logs

@@ -41,10 +41,10 @@ def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.E
         raise PortUnavailable(str(e)) from e
 
 
-def call_service(client: Any, request: Any, timeout_s: float, what: str) -> Any:
+def call_service(client: Any, request: Any, timeout_s: float, what: str, resend_after_s: float = 1.0) -> Any:
     """`monologue_common.runtime.call_service` (re-sent if unanswered) raising the planner's PortUnavailable."""
     try:
-        return _call(client, request, timeout_s, what)
+        return _call(client, request, timeout_s, what, resend_after_s=resend_after_s)
     except (WaitTimeout, RuntimeError) as e:
         raise PortUnavailable(str(e)) from e
 
@@ -128,7 +128,10 @@ class RosScenePort:
             raise PortUnavailable(f"describe_scene unavailable after {self._timeout:.1f} s")
         deadline = time.monotonic() + self._timeout
         while True:  # perception may still be waiting for its first camera frame and transform
-            res = call_service(self._client, DescribeScene.Request(refresh=True), self._timeout, "describe_scene")
+            # re-sent once, after half the timeout: perception may wait seconds for a fresh camera frame, and
+            # every pending request holds one of its executor threads (the frames need one too)
+            res = call_service(self._client, DescribeScene.Request(refresh=True), self._timeout, "describe_scene",
+                               resend_after_s=self._timeout / 2)
             if res.success or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
@@ -166,7 +169,8 @@ class RosSuccessPort:
             raise PortUnavailable(f"detect_success unavailable after {self._timeout:.1f} s")
         req = DetectSuccess.Request(skill=skill, args=list(args), skill_start=to_time(start_s),
                                     skill_end=to_time(end_s))
-        res = call_service(self._client, req, self._timeout, "detect_success")
+        # sent once: the success detector itself waits for camera frames and for perception
+        res = wait_future(self._client.call_async(req), self._timeout, "detect_success")
         return SuccessReport(bool(res.success), float(res.confidence), res.explanation)
 
 

@@ -135,7 +135,8 @@ class SuccessDetectorNode(Node):
         if not self._scene.wait_for_service(timeout_sec=self._timeout):
             return self._fail(res, f"describe_scene unavailable after {self._timeout:.1f} s")
         try:
-            answer = call_service(self._scene, DescribeScene.Request(refresh=True), self._timeout, "describe_scene")
+            answer = call_service(self._scene, DescribeScene.Request(refresh=True), self._timeout, "describe_scene",
+                                  resend_after_s=self._timeout / 2)  # once: see planner_node.ros_ports
         except (WaitTimeout, RuntimeError) as e:
             answer, why = None, str(e)
         else:
