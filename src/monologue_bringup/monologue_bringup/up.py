@@ -221,6 +221,8 @@ class Supervisor:
             alive = [p for p in procs if p.poll() is None]
             if not alive:
                 break
+            if sig == signal.SIGKILL:
+                self._dump_stacks(alive)
             for p in alive:
                 try:
                     os.killpg(p.pid, sig)
@@ -229,6 +231,18 @@ class Supervisor:
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline and any(p.poll() is None for p in alive):
                 time.sleep(0.05)
+
+    def _dump_stacks(self, procs: list[subprocess.Popen[bytes]]) -> None:
+        """Ask nodes that ignored SIGINT and SIGTERM for their threads' stacks (run_node prints them on
+        SIGUSR1), so the log says where they hung before they are killed."""
+        names = {p.pid: n for n, p in self.procs.items()}
+        for p in procs:
+            self.sink(f"[up] {names.get(p.pid, p.pid)} did not stop after SIGINT and SIGTERM; its threads:")
+            try:
+                os.kill(p.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+        time.sleep(1.0)  # s: time to print
 
     def __enter__(self) -> Supervisor:
         return self.start()

@@ -1,7 +1,9 @@
 """Node entry point and bounded waits on rclpy futures."""
 from __future__ import annotations
 
+import faulthandler
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -11,8 +13,9 @@ import rclpy
 from builtin_interfaces.msg import Time
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import uninstall_signal_handlers
 from rclpy.task import Future
-from rclpy.utilities import ok
+from rclpy.utilities import ok, try_shutdown
 
 
 class WaitTimeout(Exception):
@@ -22,6 +25,8 @@ class WaitTimeout(Exception):
 def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | None = None) -> None:
     """Create the node, spin it on a multi-threaded executor, and shut down cleanly on Ctrl-C."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if hasattr(faulthandler, "register"):  # SIGUSR1 prints every thread's stack (the supervisor asks before SIGKILL)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     rclpy.init(args=args)
     node: Node | None = None
     try:
@@ -38,10 +43,25 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
         if ok():
             raise
     finally:
+        # rclpy's handlers stay installed after a signal shut the context down, and they swallow SIGTERM:
+        # restore the defaults so that a supervisor's SIGTERM ends a node that hangs while stopping.
+        uninstall_signal_handlers()
+        _report_slow_exit(STOP_REPORT_S)
         if node is not None:
             node.destroy_node()
-        if ok():
-            rclpy.shutdown()
+        try_shutdown()
+
+
+STOP_REPORT_S = 5.0  # s: a node still stopping after this long prints its threads' stacks
+
+
+def _report_slow_exit(after_s: float) -> None:
+    def report() -> None:
+        logging.getLogger("runtime").error("still stopping after %.0f s; threads:", after_s)
+        faulthandler.dump_traceback(all_threads=True)
+    timer = threading.Timer(after_s, report)
+    timer.daemon = True
+    timer.start()
 
 
 def wait_future(future: Future, timeout_s: float, what: str, cancel: threading.Event | None = None,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -28,16 +28,29 @@ BLOCKS = ("blue block", "green block", "red block")
     ("put the green block onto the red block", [("green block", "red block")]),
     ("Move every block to the top left corner, please.", [(b, "top left corner") for b in BLOCKS]),
     ("Place all of the blocks inside the yellow bowl", [(b, "yellow bowl") for b in BLOCKS]),
-    ("Stack all the blocks on the left side.", [(b, "left side") for b in BLOCKS]),
     ("Put the blocks on the middle.", [(b, "middle") for b in BLOCKS]),
     ("Put all the blocks on the red block.", [("blue block", "red block"), ("green block", "red block")]),
 ])
 def test_in_on_instructions_parse_to_facts(instruction: str, facts: list[tuple[str, str]]) -> None:
-    assert [(f.obj, f.target) for f in parse_goal(instruction, CATS)] == facts
+    goal = parse_goal(instruction, CATS)
+    assert [(f.obj, f.target) for f in goal.facts] == facts and not goal.tower
+
+
+@pytest.mark.parametrize(("instruction", "base"), [
+    ("Stack all the blocks on the left side.", "left side"),
+    ("Stack all the blocks.", ""),
+    ("pile every block on top of the middle", "middle"),
+    ("Please stack the blocks", ""),
+])
+def test_stacking_every_object_of_a_category_parses_to_a_tower(instruction: str, base: str) -> None:
+    goal = parse_goal(instruction, CATS)
+    assert goal.tower == BLOCKS and goal.base == base and not goal.facts
 
 
 @pytest.mark.parametrize("instruction", [
-    "Stack all the blocks.",                                  # no target
+    "Put all the blocks.",                                    # no target
+    "Stack the red block.",                                   # one object is no tower
+    "Stack all the blocks in the blue bowl and the yellow bowl.",  # two targets
     "Put all the blocks in different corners.",               # a relation between objects, no scene name
     "Put the blocks in their matching bowls.",
     "Put the blocks on mismatched bowls.",
@@ -49,16 +62,17 @@ def test_in_on_instructions_parse_to_facts(instruction: str, facts: list[tuple[s
     "Put the purple block in the blue bowl.",                 # no such object: no subject
 ])
 def test_other_instructions_parse_to_nothing(instruction: str) -> None:
-    assert parse_goal(instruction, CATS) == ()
+    assert not parse_goal(instruction, CATS)
 
 
 class StopShyScorer:
-    """Prefers "Pick the <first block> ... blue bowl" for the first step, then the done line (stops early,
-    as the embedded model often does); records the candidates it was offered."""
+    """Prefers the first line that `prefers` for the first step ("Pick the <first block> ... blue bowl"), then
+    the done line (stops early, as the embedded model often does); records the candidates it was offered."""
 
     name = "stop_shy"
 
-    def __init__(self) -> None:
+    def __init__(self, prefers: Callable[[str], bool] = lambda c: c.endswith("in the blue bowl.")) -> None:
+        self.prefers = prefers
         self.offered: list[list[str]] = []
 
     def score(self, prompt: str, candidates: Sequence[str]):  # type: ignore[no-untyped-def]
@@ -70,7 +84,7 @@ class StopShyScorer:
         def lp(c: str) -> float:
             if c == PROFILE.done_line:
                 return -2.0 if first else -0.5
-            return -1.0 if c.endswith("in the blue bowl.") else -4.0
+            return -1.0 if self.prefers(c) else -4.0
 
         return ScoreResult(tuple(CandidateScore(c, lp(c), 3, (lp(c) / 3,) * 3) for c in candidates), 10, 10, 0.0)
 
@@ -111,3 +125,83 @@ def test_affordance_mode_does_not_offer_moving_a_block_already_in_place(world_po
     placed = steps[0].chosen.option.args[0]  # type: ignore[union-attr]
     assert all(not c.startswith(f"Robot action: Pick the {placed} ") for c in llm.offered[1])
     assert any(c.startswith(f"Robot action: Pick the {placed} ") for c in llm.offered[0])
+
+
+def test_a_stack_instruction_keeps_going_until_every_block_is_in_one_tower(world_ports) -> None:  # type: ignore[no-untyped-def]
+    def run(goal_check: str):  # type: ignore[no-untyped-def]
+        world = TabletopWorld.from_spec(SceneSpec(("red", "green", "blue"), ("blue",)), seed=3)
+        ports, llm, steps = world_ports(world), StopShyScorer(lambda c: c.endswith(" block.")), []
+        im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+        res = im.run("Stack all the blocks.", episode_defaults(CONFIG, use_affordances=False, max_steps=8,
+                                                                goal_check=goal_check), Transcript("e"))
+        return res, world, llm, steps
+
+    def tower(world: TabletopWorld) -> int:  # blocks in the tallest stack
+        return 1 + max(len([o for o in world.objects_on_top_of(b.name) if o.name.endswith("block")])
+                       for b in world.blocks)
+
+    res, world, _, steps = run("off")  # the model stops after one block on another
+    assert len(steps) == 2 and tower(world) == 2
+    res, world, llm, steps = run("affordance")
+    assert res.error == EpisodeError.NONE and tower(world) == 3
+    assert steps[-1].chosen.option is None and steps[-1].candidates == (steps[-1].chosen,)  # done without the LLM
+    assert all(PROFILE.done_line not in offered for offered in llm.offered), [[c for c in o if 'Robot thought' in c or 'done' in c] for o in llm.offered]
+    first = steps[0].chosen.option.args  # type: ignore[union-attr]
+    # once two blocks stand one on the other, neither is offered to be moved again
+    assert not any(c.startswith(f"Robot action: Pick the {b} ") for b in first for c in llm.offered[1])
+
+
+class GoalPicker:
+    """Scores goal candidates: the one containing `wanted` highest; records the prompt."""
+
+    def __init__(self, wanted: str) -> None:
+        self.wanted, self.prompts = wanted, []  # type: ignore[var-annotated]
+
+    def score(self, prompt: str, candidates: Sequence[str]):  # type: ignore[no-untyped-def]
+        from monologue_llm.base import CandidateScore, ScoreResult
+
+        self.prompts.append(prompt)
+        lp = [-1.0 if self.wanted in c else -5.0 for c in candidates]
+        return ScoreResult(tuple(CandidateScore(c, x, 3, (x / 3,) * 3) for c, x in zip(candidates, lp)), 10, 10, 0.0)
+
+
+def _place(obj: str, target: str) -> str:
+    return PROFILE.skill_text("pick_place", (obj, target), CATS)
+
+
+@pytest.mark.parametrize(("wanted", "facts", "tower"), [
+    ("Pick every block and place it in the yellow bowl.", [(b, "yellow bowl") for b in BLOCKS], ()),
+    ("Pick the green block and place it on the red block.", [("green block", "red block")], ()),
+    ("Stack every block on the middle.", [], BLOCKS),
+    ("Something else.", [], ()),
+])
+def test_the_llm_grounds_an_instruction_the_parser_cannot_read(wanted: str, facts: list, tower: tuple) -> None:  # type: ignore[type-arg]
+    from planner_node.core.goal_check import NO_GOAL, goal_candidates, ground_goal
+
+    pairs = [(b, t) for b in BLOCKS for t in CATS if t != b]
+    candidates = goal_candidates(pairs, CATS, _place)
+    assert candidates[-1] == NO_GOAL and len(set(candidates)) == len(candidates)
+    assert all(parse_goal(c, CATS) for c in candidates[:-1])  # every candidate is a goal the parser reads
+    llm = GoalPicker(wanted)
+    goal, text = ground_goal(llm, PROFILE.goal_prompt, "把积木放好", candidates, CATS)
+    assert text == wanted
+    assert [(f.obj, f.target) for f in goal.facts] == facts and goal.tower == tower
+    assert llm.prompts[0].endswith("Instruction: 把积木放好\nGoal:") and "Goal: Stack every block." in llm.prompts[0]
+
+
+def test_llm_grounding_runs_once_per_episode_and_drives_the_goal_check(world_ports) -> None:  # type: ignore[no-untyped-def]
+    class Both(StopShyScorer):  # the goal prompt gets "every block in the blue bowl"; the steps are stop-shy
+        def score(self, prompt: str, candidates: Sequence[str]):  # type: ignore[no-untyped-def]
+            if prompt.endswith("Goal:"):
+                self.goal_prompts = getattr(self, "goal_prompts", 0) + 1
+                return GoalPicker("every block and place it in the blue bowl").score(prompt, candidates)
+            return super().score(prompt, candidates)
+
+    world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue",)), seed=5)
+    ports, llm, steps = world_ports(world), Both(), []
+    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    res = im.run("Leg alle Klötze in die blaue Schüssel.",
+                 episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check="affordance",
+                                  goal_grounding="llm"), Transcript("e"))
+    assert res.success and world.is_on("red block", "blue bowl") and world.is_on("green block", "blue bowl")
+    assert llm.goal_prompts == 1 and steps[-1].chosen.option is None

@@ -323,6 +323,27 @@ def test_a_name_the_scene_does_not_have_is_rejected_and_re_prompted_never_sent( 
     assert [e.data.get("args") for e in out.events if e.kind == EventKind.ROBOT_ACTION] == [["cyan block", "green bowl"]]
 
 
+def test_a_bowl_is_not_movable_it_is_rejected_and_left_out_of_the_grammar(  # type: ignore[no-untyped-def]
+        make_runner, world_ports) -> None:
+    from planner_node.core.statler_loop import movable_objects
+
+    w = world()
+    ports = world_ports(w)
+    llm = ScriptedCoder(reader=['put_first_on_second("green bowl", "cyan block")\n',
+                                'put_first_on_second("cyan block", "green bowl")\n'])
+    out = run(make_runner, llm, ports, "Put the cyan block in the green bowl")
+    errors = [e.text for e in out.events if e.kind == EventKind.ERROR]
+    assert any("the green bowl cannot be moved" in t for t in errors), errors
+    assert ports.executed == [("pick_place", ("cyan block", "green bowl"))]
+    # the grammar's first argument: the blocks (a block covered by another stays movable), never a bowl
+    from types import SimpleNamespace
+
+    items = ports.describe()
+    objects = [i.name for i in items if i.category != "location"]
+    movable = movable_objects(SimpleNamespace(ports=SimpleNamespace(skills=ports)), items, objects)  # type: ignore[arg-type]
+    assert movable == [o for o in objects if o.endswith("block")] and movable
+
+
 def test_resume_restores_the_state(make_runner, world_ports, tmp_path) -> None:  # type: ignore[no-untyped-def]
     ports = world_ports(world())
     llm = ScriptedCoder(reader=['update_wm("The cyan block is dirty")\n', "import os\n"],

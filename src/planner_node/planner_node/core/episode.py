@@ -51,6 +51,7 @@ class EpisodeOptions:
     calibration: str  # scoring: one of CALIBRATIONS
     calibration_weight: float  # scoring: the content-free log-probability is subtracted times this (0-1)
     goal_check: str  # scoring: one of goal_check.GOAL_CHECKS (the instruction's in/on facts vs the success detector)
+    goal_grounding: str  # scoring: one of goal_check.GOAL_GROUNDINGS (how the instruction becomes a goal)
     decoding: str  # set from the strategy (Strategy.decoding); recorded in the header
     max_reprompts: int  # generate: re-prompts after output that does not parse or is not admissible
     generation_fallback: str  # generate: after the re-prompts, "score" the admissible lines or "fail"

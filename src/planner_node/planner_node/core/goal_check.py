@@ -10,6 +10,9 @@ object ("the red block ... it") or every object of one category with a plural no
 negation or an exception, a relation between objects such as "matching" or "different") parses to no
 facts, and the rule does nothing: the LLM alone decides, as without the check.
 
+`stack` or `pile` with every object of one category is a tower instead: those objects one on another,
+on the target when one is named, anywhere otherwise ("Stack all the blocks [on the left side]").
+
 With facts, before each step:
 - all facts hold -> the planner says done without asking the LLM (`stop`, `affordance`);
 - some fact does not hold -> the done line is not offered (`stop`, `affordance`);
@@ -18,12 +21,19 @@ With facts, before each step:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from .ports import SuccessPort
 
+
+class GoalScorer(Protocol):
+    def score(self, prompt: str, candidates: Sequence[str]) -> Any: ...
+
 GOAL_CHECKS = ("off", "stop", "affordance")
+GOAL_GROUNDINGS = ("parser", "llm")  # llm: when the parser reads nothing, the LLM picks the goal by scoring
+NO_GOAL = "Something else."
 
 _RELATION = r"(?:on top of|into|inside|onto|in|on|to)"
 _QUANTIFIED = r"(?:all|every|each|both)"
@@ -42,9 +52,38 @@ def _words(text: str) -> str:
     return " " + " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split()) + " "
 
 
-def parse_goal(instruction: str, categories: Mapping[str, str]) -> tuple[GoalFact, ...]:
-    """The instruction's goal as facts over the scene's names (`categories`: {name: category});
-    () when it does not read as "<subject> in/on <one scene name>"."""
+@dataclass(frozen=True)
+class Goal:
+    """What the instruction asks for: `facts` (each object in/on its target), or a `tower` of objects
+    stacked one on another, standing on `base` ("" = anywhere)."""
+
+    facts: tuple[GoalFact, ...] = ()
+    tower: tuple[str, ...] = ()
+    base: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.facts or self.tower)
+
+    def describe(self) -> str:
+        if self.tower:
+            return f"tower of {', '.join(self.tower)}" + (f" on the {self.base}" if self.base else "")
+        return ", ".join(f"{f.obj} in/on {f.target}" for f in self.facts)
+
+
+@dataclass(frozen=True)
+class GoalStatus:
+    """`holds`: the goal is met; `placed`: objects already where the goal wants them (not to be moved)."""
+
+    holds: bool
+    placed: frozenset[str]
+
+
+_STACK = re.compile(r" (?:stack|pile)(?:s|ed|ing)? ")
+
+
+def parse_goal(instruction: str, categories: Mapping[str, str]) -> Goal:
+    """The instruction's goal over the scene's names (`categories`: {name: category}); an empty Goal
+    when it does not read as "<subject> in/on <one scene name>" or "stack <every X> [on <scene name>]"."""
     text = _words(instruction)
     names = sorted(categories, key=len, reverse=True)  # longest first: "top left corner" before "left"
     target, start, end = "", -1, -1
@@ -52,25 +91,97 @@ def parse_goal(instruction: str, categories: Mapping[str, str]) -> tuple[GoalFac
         for m in re.finditer(rf" {_RELATION} (?:the |a |an )?{re.escape(_words(name).strip())}(?= )", text):
             if m.start() > start:  # the last relation; at the same place the longest name wins
                 target, start, end = name, m.start(), m.end()
-    rest = text[end:].split()
-    if not target or len(rest) > 2 or {"and", "then", "also", "or"} & set(rest):
-        return ()  # no target, or another clause follows it
+    stacking = bool(_STACK.search(text))
+    if not target and stacking:
+        start, end = len(text) - 1, len(text) - 1  # a tower anywhere: the whole text is the subject
+        rest = [w for w in text.split() if w in {"and", "then", "also", "or"}]
+    else:
+        rest = text[end:].split()
+    if (not target and not stacking) or len(rest) > 2 or {"and", "then", "also", "or"} & set(rest):
+        return Goal()  # no target, or another clause follows it
     subject = text[:start + 1]
     if _EXCLUDING.search(subject):
-        return ()
+        return Goal()
     named = [n for n in names if categories[n] != "location" and n != target and _words(n) in subject]
     named = [n for n in named if not any(n != m and _words(n) in _words(m) for m in named)]  # the longest name
     kinds = {c for c in categories.values() if c != "location"}
     groups = {c for c in kinds
               if re.search(rf" (?:{_QUANTIFIED}(?: of)?(?: the)? {re.escape(c)}s?|the {re.escape(c)}s) ", subject)}
-    if len(named) == 1 and not groups:
-        return (GoalFact(named[0], target),)
+    if len(named) == 1 and not groups and target:
+        return Goal(facts=(GoalFact(named[0], target),))
     if len(groups) == 1 and not named:
         cat = next(iter(groups))
-        return tuple(GoalFact(n, target) for n in sorted(categories) if categories[n] == cat and n != target)
-    return ()
+        members = tuple(n for n in sorted(categories) if categories[n] == cat and n != target)
+        if stacking and len(members) >= 2 and (not target or categories[target] == "location"):
+            return Goal(tower=members, base=target)
+        if target:
+            return Goal(facts=tuple(GoalFact(n, target) for n in members))
+    return Goal()
 
 
-def unmet(facts: Sequence[GoalFact], success: SuccessPort) -> list[GoalFact]:
-    """The facts the success detector does not confirm now."""
-    return [f for f in facts if not success.detect("pick_place", (f.obj, f.target), 0.0, 0.0).success]
+def _on(success: SuccessPort, obj: str, target: str) -> bool:
+    return bool(success.detect("pick_place", (obj, target), 0.0, 0.0).success)
+
+
+def check(goal: Goal, success: SuccessPort) -> GoalStatus:
+    """The goal against the success detector's view now."""
+    if goal.facts:
+        placed = frozenset(f.obj for f in goal.facts if _on(success, f.obj, f.target))
+        return GoalStatus(len(placed) == len(goal.facts), placed)
+    chain = _tallest(goal, success)
+    # a lone block on the base is placed; without a base a lone block is only a possible bottom
+    placed = frozenset(chain) if len(chain) >= 2 or (goal.base and chain) else frozenset()
+    return GoalStatus(len(chain) == len(goal.tower), placed)
+
+
+def _tallest(goal: Goal, success: SuccessPort) -> list[str]:
+    """The longest chain b1, b2, ... of tower objects with b1 on the base (if any) and each next one on
+    the one before it, as the success detector judges "X on Y"."""
+    on = {(a, b): _on(success, a, b) for a in goal.tower for b in goal.tower if a != b}
+    bottoms = [b for b in goal.tower if not goal.base or _on(success, b, goal.base)]
+    best: list[str] = []
+
+    def extend(chain: list[str]) -> None:  # depth first: a block two levels up is "on" the bottom too
+        nonlocal best
+        if len(chain) > len(best):
+            best = list(chain)
+        for a in goal.tower:
+            if a not in chain and on[(a, chain[-1])]:
+                extend(chain + [a])
+
+    for bottom in bottoms:
+        if not any(on[(bottom, b)] for b in goal.tower if b != bottom):  # stands on no other tower object
+            extend([bottom])
+    return best
+
+
+def goal_candidates(pairs: Iterable[tuple[str, str]], categories: Mapping[str, str],
+                    place: Callable[[str, str], str]) -> list[str]:
+    """Every goal parse_goal reads, in the planner's action language, for the admissible `pairs` (object,
+    target) of pick-and-place: one object in/on a target, every object of a category in/on a target, a
+    tower of a category (anywhere or on a location); then NO_GOAL. `place(obj, target)` is the action text."""
+    pairs = sorted(set(pairs))
+    out = [place(o, t) for o, t in pairs]
+    by_cat: dict[str, list[str]] = {}
+    for o in sorted({o for o, _ in pairs}):
+        by_cat.setdefault(categories.get(o, ""), []).append(o)
+    for cat, members in sorted(by_cat.items()):
+        if len(members) < 2 or not cat:
+            continue
+        first = members[0]
+        targets = sorted({t for o, t in pairs if o == first and categories.get(t) != cat})
+        out += [place(first, t).replace(f"the {first}", f"every {cat}", 1) for t in targets]
+        out.append(f"Stack every {cat}.")
+        out += [f"Stack every {cat} on the {t}." for t in targets if categories.get(t) == "location"]
+    return out + [NO_GOAL]
+
+
+def ground_goal(llm: GoalScorer, head: str, instruction: str, candidates: Sequence[str],
+                categories: Mapping[str, str]) -> tuple[Goal, str]:
+    """The goal the LLM ranks first for `instruction` among `candidates` (raw sum of log-probabilities,
+    after `head`'s examples), as parse_goal reads it; NO_GOAL reads as no goal. Returns (goal, text)."""
+    prompt = f"{head.rstrip()}\nInstruction: {' '.join(instruction.split())}\nGoal:"
+    result = llm.score(prompt, [" " + c for c in candidates])
+    best = max(range(len(candidates)), key=lambda i: float(result.scores[i].logprob))
+    text = candidates[best]
+    return (Goal() if text == NO_GOAL else parse_goal(text, categories)), text

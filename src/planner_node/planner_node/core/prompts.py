@@ -55,6 +55,7 @@ class PromptProfile:
     objects_every_step: bool = False  # Object feedback before every step (IM real tabletop, Listing 2)
     instruction_period: bool = True  # end instructions with "." (Listing 1 does; Listings 2-4 do not)
     articles: bool = False  # color_groups: "an orange block and a red bowl" (format without its own "a")
+    goal_prompt: str = ""  # few-shot head that maps an instruction to its goal (scoring.goal_grounding: llm)
 
     # ---- events ----------------------------------------------------------------------------
     def instruction(self, text: str) -> str:
@@ -235,12 +236,8 @@ def load_profile(prompt_dir: Path, name: str) -> PromptProfile:
     missing = [k for k in _REQUIRED_FORMATS if k not in formats]
     if missing:
         raise ValueError(f"{path}: formats lack {missing}")
-    preamble = ""
-    if raw.get("preamble_file"):
-        pre_path = prompt_dir / str(raw["preamble_file"])
-        if not pre_path.is_file():
-            raise ValueError(f"{path}: preamble file {pre_path} not found")
-        preamble = pre_path.read_text(encoding="utf-8")
+    preamble = _text_file(path, raw, "preamble_file")
+    goal_prompt = _text_file(path, raw, "goal_prompt_file")
     try:
         skills = {
             str(k): SkillTemplate(str(v["template"]), dict(v.get("prepositions") or {}))
@@ -264,7 +261,18 @@ def load_profile(prompt_dir: Path, name: str) -> PromptProfile:
         objects_every_step=bool(raw.get("objects_every_step", False)),
         articles=bool(raw.get("articles", False)),
         instruction_period=bool(raw.get("instruction_period", True)),
+        goal_prompt=goal_prompt,
     )
+
+
+def _text_file(path: Path, raw: dict[str, Any], key: str) -> str:
+    """The text of the file `raw[key]` names next to the profile `path`; "" when the key is not set."""
+    if not raw.get(key):
+        return ""
+    file = path.parent / str(raw[key])
+    if not file.is_file():
+        raise ValueError(f"{path}: {key} {file} not found")
+    return file.read_text(encoding="utf-8")
 
 
 def _choice(path: Path, raw: dict[str, Any], key: str, allowed: tuple[str, ...]) -> str:

@@ -9,7 +9,7 @@ from monologue_llm.base import InvalidOutputError, normalize_scores
 
 from .calibration import calibrated_score
 from .episode import ScoredCandidate, StepRecord
-from .goal_check import parse_goal, unmet
+from .goal_check import Goal, check, goal_candidates, ground_goal, parse_goal
 from .ports import SkillOption
 from .strategy import EpisodeContext
 
@@ -21,15 +21,16 @@ def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> 
     chain of thought ends the episode instead)."""
     options, profile, log = ep.options, ep.profile, ep.log
     t0 = time.monotonic()
-    facts = parse_goal(ep.instruction, categories) if options.goal_check != "off" else ()
-    missing = unmet(facts, ep.ports.success) if facts else []
-    if facts and not missing:  # the goal holds: done, without asking the LLM
+    goal = _goal(ep, categories)
+    status = check(goal, ep.ports.success) if goal else None
+    missing = status is not None and not status.holds
+    if status is not None and status.holds:  # the goal holds: done, without asking the LLM
         done = ScoredCandidate(profile.done_line, None, 0.0, 1.0, 1.0, 1.0)
-        log.info("step %d: the instruction's goal %s holds; done", step, [(f.obj, f.target) for f in facts])
+        log.info("step %d: the instruction's goal (%s) holds; done", step, goal.describe())
         return StepRecord(step, (done,), done, options.normalization, 0, 0, 0.0, time.monotonic() - t0)
     admissible = [o for o in ep.ports.skills.affordances() if o.affordance > 0.0 or not options.use_affordances]
-    if missing and options.goal_check == "affordance":  # do not move what already is where the goal wants it
-        placed = {f.obj for f in facts} - {f.obj for f in missing}
+    if status is not None and missing and options.goal_check == "affordance":
+        placed = status.placed  # do not move what already is where the goal wants it
         admissible = [o for o in admissible if not (o.skill == "pick_place" and o.args and o.args[0] in placed)]
     texts: list[str] = []
     opts: list[SkillOption | None] = []
@@ -75,3 +76,28 @@ def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> 
         log.debug("  %.4f = %.4f x %.2f  %s", c.combined, c.llm_score, c.affordance, c.text)
     return StepRecord(step, tuple(cands), chosen, options.normalization, result.prompt_tokens,
                       result.new_tokens_processed, llm_s, step_s)
+
+
+def _goal(ep: EpisodeContext, categories: Mapping[str, str]) -> Goal:
+    """The instruction's goal for the goal check, worked out once per episode."""
+    if ep.options.goal_check == "off":
+        return Goal()
+    key = ("goal", ep.instruction)
+    cached = ep.memo.get(key)
+    if isinstance(cached, Goal):
+        return cached
+    goal = parse_goal(ep.instruction, categories)
+    if not goal and ep.options.goal_grounding == "llm":
+        if not ep.profile.goal_prompt:
+            ep.log.warning("scoring.goal_grounding llm: prompt profile %s has no goal_prompt_file; "
+                           "the parser alone reads the goal", ep.profile.name)
+        else:
+            pairs = [(o.args[0], o.args[1]) for o in ep.ports.skills.affordances()
+                     if o.skill == "pick_place" and len(o.args) == 2]
+            candidates = goal_candidates(
+                pairs, categories, lambda obj, target: ep.profile.skill_text("pick_place", (obj, target), categories))
+            goal, text = ground_goal(ep.llm, ep.profile.goal_prompt, ep.instruction, candidates, categories)
+            ep.log.info("goal grounding: %r read as %r (%s) among %d goals", ep.instruction, text,
+                        goal.describe() if goal else "no goal", len(candidates))
+    ep.memo[key] = goal
+    return goal

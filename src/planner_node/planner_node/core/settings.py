@@ -16,7 +16,7 @@ from monologue_common.core.settings import ParamReader, parameters_from_files
 
 from . import strategies
 from .episode import CALIBRATIONS, GENERATION_FALLBACKS, NORMALIZATIONS, EpisodeOptions
-from .goal_check import GOAL_CHECKS
+from .goal_check import GOAL_CHECKS, GOAL_GROUNDINGS
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         calibration=r.string("scoring.calibration", choices=CALIBRATIONS),
         calibration_weight=r.number("scoring.calibration_weight", low=0.0, high=1.0),
         goal_check=r.string("scoring.goal_check", choices=GOAL_CHECKS),
+        goal_grounding=r.string("scoring.goal_grounding", choices=GOAL_GROUNDINGS),
         max_reprompts=r.integer("generation.max_reprompts", low=0),
         generation_fallback=r.string("generation.fallback", choices=GENERATION_FALLBACKS),
         max_tokens=r.integer("generation.max_tokens", low=1),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -123,6 +124,7 @@ class _Run:
     queries: list[str]
     writer_llm: LLMBackend | None = None  # the writer's backend (None: the reader's, ep.llm)
     history: list[tuple[str, str]] = field(default_factory=list)  # (query, accepted code)
+    movable: list[str] = field(default_factory=list)  # objects the robot can pick (empty: every object)
     steps: list[StepRecord] = field(default_factory=list)
     executed: int = 0
     on_table: dict[str, str] = field(default_factory=dict)  # table location -> block placed there
@@ -165,7 +167,15 @@ def reader_grammar_of(run: _Run) -> str | None:
     target among the objects, the scene's locations and "table"."""
     if not run.settings.constrained or run.variant.unified:
         return None
-    return reader_grammar(run.variant.allowed, run.objects, [*run.objects, *run.locations, TABLE])
+    return reader_grammar(run.variant.allowed, run.movable or run.objects, [*run.objects, *run.locations, TABLE])
+
+
+def movable_objects(ep: EpisodeContext, items: Sequence[SceneItem], objects: Sequence[str]) -> list[str]:
+    """The objects of a category the skills offer to pick (the categories of pick_place's first arguments
+    now, so a block that is covered at the start stays movable); every object when the skills offer none."""
+    category = {_key(i.name): i.category for i in items}
+    kinds = {category.get(_key(o.args[0])) for o in ep.ports.skills.affordances() if o.skill == "pick_place" and o.args}
+    return [o for o in objects if category.get(_key(o)) in kinds] or list(objects)
 
 
 def ask_reader(run: _Run, query: str, index: int) -> tuple[Program, State | None, int]:
@@ -238,6 +248,7 @@ def check_names(run: _Run, program: Program) -> None:
     if not run.objects:
         return
     objects = {_key(n) for n in run.objects}
+    movable = {_key(n) for n in run.movable} or objects
     targets = objects | {_key(n) for n in run.locations} | {TABLE}
     for call in program.calls:
         if call.function != PUT or len(call.args) != 2:
@@ -246,6 +257,9 @@ def check_names(run: _Run, program: Program) -> None:
         if obj not in objects:
             raise CodeRejected(f"{call.source}: the scene has no object {call.args[0]!r} "
                                f"(objects: {', '.join(sorted(run.objects))})")
+        if obj not in movable:
+            raise CodeRejected(f"{call.source}: the {call.args[0]} cannot be moved "
+                               f"(movable: {', '.join(sorted(run.movable))})")
         if target not in targets:
             raise CodeRejected(f"{call.source}: the scene has no {call.args[1]!r} to put it on")
 
@@ -396,6 +410,7 @@ def run_statler(ep: EpisodeContext, variant: Variant) -> EpisodeResult:
         init = initial_state(items)
         run = _Run(ep, variant, s, reader, writer, list(init["objects"]),
                    [i.name for i in items if i.category == "location"], init, dict(init), list(queries))
+        run.movable = movable_objects(ep, items, run.objects)
         if variant.writer:
             run.writer_llm = role_backend(ep.llm, s.writer_llm, "Statler writer", ep.log)
         first = 0

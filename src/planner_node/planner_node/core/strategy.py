@@ -51,6 +51,7 @@ class EpisodeContext:
     on_step: Callable[[StepRecord], None] | None = None
     clock: Callable[[], float] = time.time  # s since the epoch
     strategy_settings: Mapping[str, object] = field(default_factory=dict)  # a strategy's own block, by name
+    memo: dict[object, object] = field(default_factory=dict)  # per-episode results (shared by `replace` copies)
 
 
 class Strategy(Protocol):
