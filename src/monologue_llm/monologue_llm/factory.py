@@ -26,6 +26,7 @@ _LLAMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "seed": ((int,), 0),
     "reuse_prefix": ((bool,), True),
     "batch_invariant": ((bool,), True),
+    "tree_scoring": ((bool,), False),
     "embedding_cache": ((bool,), True),
 }
 _OPENAI: dict[str, tuple[tuple[type, ...], Any]] = {
@@ -133,6 +134,7 @@ def make_backend(
                 logger=log,
                 reuse_prefix=values["reuse_prefix"],
                 batch_invariant=values["batch_invariant"],
+                tree_scoring=values["tree_scoring"],
                 embedding_cache_dir=default_cache_dir() / "embeddings" if values["embedding_cache"] else None,
             )
     elif backend == "transformers":

@@ -5,6 +5,9 @@ The backend drives llama.cpp's C API directly (batches, ``llama_decode``,
 (1) request logits only where they are needed, (2) trim the KV cache back to a
 shared prefix between candidates and between calls, (3) count exactly how many
 tokens were evaluated and (4) stay bit-identical to a from-scratch evaluation.
+With ``tree_scoring`` the candidates of one :meth:`LlamaCppBackend.score` call are
+decoded together instead: a token trie of their suffixes, one KV-cache sequence
+per candidate sharing the prompt's cells, in multi-sequence batches.
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ _EMBED_N_CTX = 512  # tokens per embedded text (admissible actions and plan step
 _EMBED_CACHE_SIZE = 20_000  # texts whose embedding is kept
 _GRAMMAR_CACHE_SIZE = 32  # compiled GBNF grammars (llama.cpp grammar samplers) kept by text
 _GRAMMAR_TOP_K = 64  # most likely tokens checked against the grammar before the whole vocabulary is masked
+_TREE_SEQS = 256  # KV-cache sequences with tree scoring (llama.cpp's maximum): prompt, filler, 254 candidates
+# trie batches are padded to a multiple of this many tokens: CPU matmul kernels handle the rows of a
+# partial tile differently (~0.2 nats), and a from-scratch decode of prompt + candidate meets none here
+_TREE_PAD = 8
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -66,9 +73,13 @@ def _context_key(tokens: npt.NDArray[np.int32], end: int) -> bytes:
 
 def _logprob(row: FloatArray, token: int) -> float:
     """Natural-log softmax probability of ``token`` under the logits ``row``."""
+    return float(row[token]) - _logsumexp(row)
+
+
+def _logsumexp(row: FloatArray) -> float:
+    """Natural-log normaliser of a logits row, as ``_logprob`` computes it."""
     top = float(row.max())
-    lse = top + math.log(float(np.exp(row - top, dtype=np.float64).sum()))
-    return float(row[token]) - lse
+    return top + math.log(float(np.exp(row - top, dtype=np.float64).sum()))
 
 
 def _log_softmax(row: FloatArray) -> npt.NDArray[np.float64]:
@@ -78,28 +89,40 @@ def _log_softmax(row: FloatArray) -> npt.NDArray[np.float64]:
     return r - (top + math.log(float(np.exp(r - top).sum())))
 
 
-def _load_without_repack(llama_cpp: Any, **kwargs: Any) -> Any:
+def _load_without_repack(llama_cpp: Any, n_seq_max: int = 1, **kwargs: Any) -> Any:
     """``llama_cpp.Llama(**kwargs)`` with runtime weight repacking disabled.
 
     Repacked CPU kernels compute rows in groups of 4, which makes logits depend
     on how a text is split into decode batches (and was slower here).
-    ``Llama`` has no argument for ``use_extra_bufts``, so the default model
-    parameters are patched while the model loads.
+    ``Llama`` has no argument for ``use_extra_bufts`` nor (outside embedding
+    mode) for ``n_seq_max``, so the default parameters are patched while the
+    model loads. ``n_seq_max > 1`` gives one KV cache of ``n_ctx`` cells shared
+    by that many sequences (``kv_unified``).
     """
     low = llama_cpp.llama_cpp
     original = low.llama_model_default_params
+    original_ctx = low.llama_context_default_params
 
     def patched() -> Any:
         params = original()
         params.use_extra_bufts = False
         return params
 
+    def patched_ctx() -> Any:
+        params = original_ctx()
+        if n_seq_max > 1:
+            params.n_seq_max = n_seq_max
+            params.kv_unified = True
+        return params
+
     with _LOAD_LOCK:
         low.llama_model_default_params = patched
+        low.llama_context_default_params = patched_ctx
         try:
             return llama_cpp.Llama(**kwargs)
         finally:
             low.llama_model_default_params = original
+            low.llama_context_default_params = original_ctx
 
 
 class LlamaCppBackend:
@@ -114,8 +137,21 @@ class LlamaCppBackend:
     reuses cache entries computed that way, so scores are bit-identical to a
     from-scratch evaluation of prompt+candidate and independent of earlier
     calls (and of ``reuse_prefix``); off, scores may differ by ~0.1 nats.
-    Calls are serialised by a lock.
+
+    ``tree_scoring`` decodes all candidates of a :meth:`score` call at once:
+    each candidate is a KV-cache sequence that shares the prompt's cells, and
+    a suffix token shared by several candidates (a trie node) is evaluated
+    once for all of them. The prompt is still evaluated as above, so a
+    candidate's score depends only on the prompt and the candidate set (not on
+    earlier calls); it matches a from-scratch evaluation within
+    ``TREE_TOLERANCE`` nats (attention sums run over a cache layout with other
+    candidates' cells masked in between). Calls are serialised by a lock.
     """
+
+    # nats per candidate, tree vs from-scratch: llama.cpp's CPU kernels round differently when masked cells lie
+    # between a token's own (measured up to 0.52 over 60 candidates; flash attention vs not, both from
+    # scratch, differ by up to 0.8)
+    TREE_TOLERANCE = 0.6
 
     def __init__(
         self,
@@ -128,6 +164,8 @@ class LlamaCppBackend:
         n_batch: int = 512,
         batch_invariant: bool = True,
         embedding_cache_dir: str | Path | None = None,
+        tree_scoring: bool = False,
+        flash_attn: bool | None = None,
     ) -> None:
         import llama_cpp
 
@@ -150,10 +188,15 @@ class LlamaCppBackend:
         self._n_batch = max(_MIN_BATCH * 2, min(n_batch, n_ctx))
         self._min_batch = _MIN_BATCH if batch_invariant else 1
         self._lock = threading.Lock()
+        self.tree_scoring = tree_scoring
+        # llama.cpp reserves an output row per sequence in a batch: at most half of n_batch sequences
+        self._tree_seqs = min(_TREE_SEQS, self._n_batch // 2) if tree_scoring else 1
+        self.flash_attn = bool(flash_attn)  # off: the prompt's KV cache stays bit-identical to a from-scratch pass
         t0 = time.perf_counter()
         try:
             self._llm: Any = _load_without_repack(
                 llama_cpp,
+                n_seq_max=self._tree_seqs,
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_batch=self._n_batch,
@@ -163,6 +206,7 @@ class LlamaCppBackend:
                 seed=seed,
                 logits_all=False,
                 swa_full=True,  # keep every SWA cell so any prefix can be reused
+                flash_attn=self.flash_attn,
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
@@ -175,19 +219,24 @@ class LlamaCppBackend:
         self._n_vocab = int(self._llm.n_vocab())
         self._n_swa = int(llama_cpp.llama_model_n_swa(self._llm.model))
         self._batch: Any = llama_cpp.llama_batch_init(self._n_batch, 0, 1)
+        # tokens of a trie batch belong to up to _TREE_SEQS - 1 candidate sequences
+        self._tree_batch: Any = llama_cpp.llama_batch_init(self._n_batch, 0, self._tree_seqs) if tree_scoring else None
         self._kv: list[int] = []  # tokens currently in the KV cache (seq 0)
         self._canon = 0  # length of the cache prefix computed in batches >= min_batch
         # canonical results keyed by context content, independent of the KV cache
         self._rows: dict[bytes, FloatArray] = {}
         self._lps: dict[tuple[bytes, int], float] = {}
         self._evaluated = 0  # tokens decoded during the current call
+        self._prompt_len = 0  # tokens of the current call's prompt
+        self._prompt_evaluated = 0  # of _evaluated, tokens at prompt positions
+        self.last_prompt_evaluated = 0  # prompt tokens decoded by the last score() call (bench_planner reads it)
         self._grammars: dict[str, Any] = {}  # GBNF text -> llama.cpp grammar sampler
         self._cand: Any = None  # token-data array for grammar masking, built on first use
         self._closed = False
         self.log.info(
-            "loaded %s in %.2fs (n_ctx=%d, n_vocab=%d, n_swa=%d, reuse_prefix=%s)",
+            "loaded %s in %.2fs (n_ctx=%d, n_vocab=%d, n_swa=%d, reuse_prefix=%s, tree_scoring=%s)",
             path.name, time.perf_counter() - t0, n_ctx, self._n_vocab, self._n_swa,
-            reuse_prefix,
+            reuse_prefix, tree_scoring,
         )
 
     # -- tokens ----------------------------------------------------------
@@ -273,6 +322,7 @@ class LlamaCppBackend:
                 raise LLMError(f"llama_decode failed with code {rc}")
             self._kv.extend(int(t) for t in tokens[start:end])
             self._evaluated += end - start
+            self._prompt_evaluated += max(0, min(len(self._kv), self._prompt_len) - base)
             canonical = end - start >= self._min_batch
             if canonical and base == self._canon:
                 self._canon = len(self._kv)
@@ -317,6 +367,8 @@ class LlamaCppBackend:
         if self._closed:
             raise LLMError("backend is closed")
         self._evaluated = 0
+        self._prompt_len = 0
+        self._prompt_evaluated = 0
         if not self.reuse_prefix:
             self._reset()
             self._rows.clear()
@@ -368,6 +420,128 @@ class LlamaCppBackend:
                 if canonical:
                     self._remember_lp(keys[p], out[p])
         return [out[p] for p in needed]
+
+    # -- tree scoring ----------------------------------------------------
+    def _score_tree(
+        self, ptoks: Sequence[int], fulls: Sequence[Sequence[int]], firsts: Sequence[int],
+        active: Sequence[int],
+    ) -> dict[int, list[float]]:
+        """Log-probs of ``fulls[i][firsts[i]:]`` for every ``i`` in ``active``, all decoded together.
+
+        The KV cache keeps the prompt's first ``P = min(firsts)`` tokens (sequence 0). Each
+        candidate's tokens after them form a path in a trie; a trie node is one batch token at
+        position ``P + depth`` that belongs to the sequences of every candidate through it, so it
+        attends to the prompt and to its own ancestors only. Candidates are taken in groups that fit
+        the cache and the sequence limit; a group's sequences are removed once it is scored.
+        """
+        first = min(firsts[i] for i in active)
+        last_row = self._row_after(ptoks[:first], exact=True)  # the cache now holds exactly ptoks[:first]
+        last_lse = _logsumexp(last_row)
+        out: dict[int, list[float]] = {}
+        order = sorted(active, key=lambda k: list(fulls[k]))  # neighbours share the longest prefixes
+        budget = self.n_ctx - first - 2 * _TREE_PAD * (1 + self.n_ctx // self._n_batch)  # filler cells
+        group: list[int] = []
+        nodes = 0
+        for i in order:
+            extra = len(fulls[i]) - first - (_common_prefix(fulls[group[-1]], fulls[i]) - first if group else 0)
+            if extra > budget:
+                raise LLMError(f"prompt+candidate has {len(fulls[i])} tokens, n_ctx is {self.n_ctx}")
+            if group and (nodes + extra > budget or len(group) == self._tree_seqs - 2):
+                out.update(self._tree_group(group, fulls, firsts, first, last_row, last_lse))
+                group, nodes = [], len(fulls[i]) - first
+            else:
+                nodes += extra
+            group.append(i)
+        if group:
+            out.update(self._tree_group(group, fulls, firsts, first, last_row, last_lse))
+        return out
+
+    def _tree_group(
+        self, group: Sequence[int], fulls: Sequence[Sequence[int]], firsts: Sequence[int], first: int,
+        last_row: FloatArray, last_lse: float,
+    ) -> dict[int, list[float]]:
+        """One trie batch for the candidates ``group`` (sequences 1..len(group)); see _score_tree."""
+        tokens: list[int] = []
+        depths: list[int] = []
+        seqs: list[list[int]] = []
+        need: list[bool] = []
+        children: list[dict[int, int]] = [{}]  # children[0] is the root's; node k's are children[k + 1]
+        paths: dict[int, list[int]] = {}
+        for seq, i in enumerate(group, start=1):
+            toks, parent, path = fulls[i], 0, []
+            for d, tok in enumerate(toks[first:]):
+                k = children[parent].get(tok)
+                if k is None:
+                    k = len(tokens)
+                    children[parent][tok] = k
+                    children.append({})
+                    tokens.append(tok)
+                    depths.append(d)
+                    seqs.append([])
+                    need.append(False)
+                seqs[k].append(seq)
+                if firsts[i] - 1 <= first + d <= len(toks) - 2:  # predicts a token of the candidate
+                    need[k] = True
+                path.append(k)
+                parent = k + 1
+            paths[i] = path
+        order = sorted(range(len(tokens)), key=lambda k: depths[k])  # parents before children
+        wanted: dict[int, set[int]] = {}  # node -> tokens whose log-prob is read from its row
+        for i in group:
+            for p in range(max(firsts[i] - 1, first), len(fulls[i]) - 1):
+                wanted.setdefault(paths[i][p - first], set()).add(fulls[i][p + 1])
+        lps: dict[tuple[int, int], float] = {}
+        lc, batch = self._lc, self._tree_batch
+        pad_seq = len(group) + 1  # filler tokens of their own sequence, seen by no candidate
+        pad_pos = first
+        for s in range(1, pad_seq + 1):
+            lc.llama_memory_seq_cp(self._mem, 0, s, -1, -1)
+        try:
+            for start in range(0, len(order), self._n_batch - 2 * _TREE_PAD):
+                chunk = order[start:start + self._n_batch - 2 * _TREE_PAD]
+                pad_out = -sum(need[k] for k in chunk) % _TREE_PAD  # filler outputs (logits rows)
+                pad = pad_out + -(len(chunk) + pad_out) % _TREE_PAD
+                batch.n_tokens = len(chunk) + pad
+                for b, k in enumerate(chunk):
+                    batch.token[b] = tokens[k]
+                    batch.pos[b] = first + depths[k]
+                    batch.n_seq_id[b] = len(seqs[k])
+                    ids = batch.seq_id[b]
+                    for j, s in enumerate(seqs[k]):
+                        ids[j] = s
+                    batch.logits[b] = need[k]
+                for b in range(len(chunk), len(chunk) + pad):
+                    batch.token[b] = tokens[chunk[-1]]
+                    batch.pos[b] = pad_pos
+                    batch.n_seq_id[b] = 1
+                    batch.seq_id[b][0] = pad_seq
+                    batch.logits[b] = b - len(chunk) < pad_out
+                    pad_pos += 1
+                rc = int(lc.llama_decode(self._ctx, batch))
+                if rc != 0:
+                    raise LLMError(f"llama_decode failed with code {rc} (tree scoring)")
+                self._evaluated += len(chunk)
+                self._prompt_evaluated += sum(first + depths[k] < self._prompt_len for k in chunk)
+                for b, k in enumerate(chunk):
+                    if need[k]:
+                        row = np.ctypeslib.as_array(lc.llama_get_logits_ith(self._ctx, b), shape=(self._n_vocab,))
+                        lse = _logsumexp(row)
+                        for tok in wanted.get(k, ()):
+                            lps[(k, tok)] = float(row[tok]) - lse
+        finally:
+            for s in range(1, pad_seq + 1):
+                lc.llama_memory_seq_rm(self._mem, s, -1, -1)
+        out: dict[int, list[float]] = {}
+        for i in group:
+            toks = fulls[i]
+            vals = []
+            for p in range(firsts[i] - 1, len(toks) - 1):
+                if p == first - 1:
+                    vals.append(float(last_row[toks[p + 1]]) - last_lse)
+                else:
+                    vals.append(lps[(paths[i][p - first], toks[p + 1])])
+            out[i] = vals
+        return out
 
     # -- LLMBackend ------------------------------------------------------
     accepts_grammar = True  # generate() takes a GBNF grammar
@@ -492,6 +666,7 @@ class LlamaCppBackend:
             t0 = time.perf_counter()
             self._begin_call()
             ptoks = self.tokenize(prompt)
+            self._prompt_len = len(ptoks)
             fulls = [self.tokenize(prompt + c) for c in candidates]
             firsts = [_common_prefix(ptoks, f) for f in fulls]
             longest = max((len(f) for f in fulls), default=0)
@@ -502,11 +677,14 @@ class LlamaCppBackend:
                 raise LLMError("cannot score: a candidate changes the first prompt token")
             lps: dict[int, list[float]] = {}
             if active:
-                shared = min(firsts[i] for i in active)
-                self._row_after(ptoks[:shared], exact=False)  # evaluate the prompt once
-                # lexicographic order makes neighbours share the longest prefixes
-                for i in sorted(active, key=lambda k: fulls[k]):
-                    lps[i] = self._score_tokens(fulls[i], firsts[i])
+                if self.tree_scoring:
+                    lps = self._score_tree(ptoks, fulls, firsts, active)
+                else:
+                    shared = min(firsts[i] for i in active)
+                    self._row_after(ptoks[:shared], exact=False)  # evaluate the prompt once
+                    # lexicographic order makes neighbours share the longest prefixes
+                    for i in sorted(active, key=lambda k: fulls[k]):
+                        lps[i] = self._score_tokens(fulls[i], firsts[i])
             scores = tuple(
                 CandidateScore(
                     text=c,
@@ -516,6 +694,7 @@ class LlamaCppBackend:
                 )
                 for i, c in enumerate(candidates)
             )
+            self.last_prompt_evaluated = self._prompt_evaluated
             return ScoreResult(
                 scores=scores,
                 prompt_tokens=len(ptoks),
@@ -657,6 +836,8 @@ class LlamaCppBackend:
                 self._lc.llama_sampler_free(smpl)
             self._grammars.clear()
             self._lc.llama_batch_free(self._batch)
+            if self._tree_batch is not None:
+                self._lc.llama_batch_free(self._tree_batch)
             self._llm.close()
             if self._embedder is not None:
                 self._embedder.close()

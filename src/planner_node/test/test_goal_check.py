@@ -119,6 +119,18 @@ def test_goal_check_keeps_going_until_the_goal_holds_then_stops(world_ports) -> 
     assert t.events[-2].text == PROFILE.done_line
 
 
+def test_an_open_loop_episode_never_checks_the_goal(world_ports) -> None:  # type: ignore[no-untyped-def]
+    world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue",)), seed=5)
+    ports, llm, steps = world_ports(world), StopShyScorer(), []
+    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    opts = episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check="stop",
+                            success_feedback=False, scene_feedback=False)
+    res = im.run("Put all the blocks in the blue bowl.", opts, Transcript("e"))
+    assert res.error == EpisodeError.NONE and steps[-1].chosen.option is None
+    assert all(PROFILE.done_line in offered for offered in llm.offered)  # offered while the goal is unmet
+    assert len(steps[-1].candidates) > 1 and len(llm.offered) == len(steps)  # done was the model's choice
+
+
 def test_affordance_mode_does_not_offer_moving_a_block_already_in_place(world_ports) -> None:  # type: ignore[no-untyped-def]
     res, world, llm, steps, _ = _run(world_ports, "affordance")
     assert res.success and world.is_on("red block", "blue bowl") and world.is_on("green block", "blue bowl")

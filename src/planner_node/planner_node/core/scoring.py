@@ -82,6 +82,8 @@ def _goal(ep: EpisodeContext, categories: Mapping[str, str]) -> Goal:
     """The instruction's goal for the goal check, worked out once per episode."""
     if ep.options.goal_check == "off":
         return Goal()
+    if not (ep.options.success_feedback or ep.options.scene_feedback):
+        return Goal()  # open loop: the goal check reads the success detector, which is feedback
     key = ("goal", ep.instruction)
     cached = ep.memo.get(key)
     if isinstance(cached, Goal):
