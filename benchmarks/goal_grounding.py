@@ -4,9 +4,11 @@
 
 For every text of config/benchmarks/wordings.yaml (slots filled with one scene's names) it scores the
 goals the planner would offer (core/goal_check.goal_candidates, the im_sim_object_success profile's
-goal prompt) with the embedded model and prints what two rules choose: `raw` (the planner's: the
-highest sum of log-probabilities, "Something else." included) and `mean` (the best goal when its mean
-log-probability per token beats "Something else."'s). A text of a relational family (different
+goal prompt) with the embedded model and prints what four rules choose: `raw` (the planner's: the
+highest sum of log-probabilities, "Something else." included), `mean` (the best goal when its mean
+log-probability per token beats "Something else."'s), `first1` and `first2` (two stages: the kind of
+goal by the log-probability of the first one or two tokens, which every goal of a kind shares, then
+the highest sum within that kind). A text of a relational family (different
 corners, matching or mismatched bowls) is right when read as no goal. Prints numbers; asserts nothing.
 """
 from __future__ import annotations
@@ -45,7 +47,7 @@ def main() -> None:
     none = cands.index(NO_GOAL)
     wordings = yaml.safe_load((REPO / "config" / "benchmarks" / "wordings.yaml").read_text(encoding="utf-8"))
     llm = LlamaCppBackend(embedded_model_path(), n_ctx=2048, n_threads=ns.threads, logger=logging.getLogger("llm"))
-    tally = {"raw": [0, 0, 0], "mean": [0, 0, 0]}  # right, wrong goal, no goal where one was meant
+    tally = {r: [0, 0, 0] for r in ("raw", "mean", "first1", "first2")}  # right, wrong goal, missed goal
     for family, texts in wordings.items():
         for text in texts:
             instruction = text.format(**SLOTS)
@@ -56,9 +58,14 @@ def main() -> None:
             best_goal = max((i for i in range(len(cands)) if i != none), key=lambda i: lp[i])
             picks = {"raw": cands[max(range(len(cands)), key=lambda i: lp[i])],
                      "mean": cands[best_goal] if per_token[best_goal] > per_token[none] else NO_GOAL}
+            for k in (1, 2):
+                head = [tuple(llm.tokenize(prompt + " " + c))[:len(llm.tokenize(prompt)) + k] for c in cands]
+                kind = {h: sum(scores[i].token_logprobs[:k]) for i, h in enumerate(head)}
+                top = max(kind, key=lambda h: kind[h])
+                picks[f"first{k}"] = cands[max((i for i in range(len(cands)) if head[i] == top), key=lambda i: lp[i])]
             for rule, pick in picks.items():
                 tally[rule][0 if pick == WANT[family] else 2 if pick == NO_GOAL else 1] += 1
-            print(f"{family:18s} {instruction[:40]:40s} raw: {picks['raw']:50s} mean: {picks['mean']}", flush=True)
+            print(f"{family:18s} {instruction[:40]:40s} raw: {picks['raw']:50s} first2: {picks['first2']}", flush=True)
     llm.close()
     n = sum(len(t) for t in wordings.values())
     for rule, (right, wrong, missed) in tally.items():

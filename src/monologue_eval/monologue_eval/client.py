@@ -31,6 +31,7 @@ def run_episode(
     goal_options: Mapping[str, object] | None = None,
     fallback_scene: bool = False,
     recorder_ready_s: float = 0.0,
+    recorded_topics: Sequence[str] = (),
 ) -> tuple[ExecuteInstruction.Result, list[SceneObject]]:
     """Send one ExecuteInstruction goal (`goal`, or one with just `instruction`) to a running graph;
     return (result, final world objects).
@@ -40,7 +41,8 @@ def run_episode(
     it when none comes within 5 s (a simulator that publishes only on change). With `fallback_scene`,
     a graph without ground truth (a real robot) is judged from perception's last scene description.
     With `recorder_ready_s` > 0 (s), the goal waits until the bag recorder records every topic it should
-    that this client sees published (recorder_ready), so a recording holds the episode from its start."""
+    that this client sees published (recorder_ready), and every topic of `recorded_topics` whether or not
+    this client has discovered its publisher yet, so a recording holds the episode from its start."""
     import rclpy
     from rclpy.action.client import ActionClient
     from rclpy.executors import SingleThreadedExecutor
@@ -72,7 +74,7 @@ def run_episode(
         if not client.wait_for_server(timeout_sec=ready_timeout_s):
             raise TimeoutError(f"planner's execute_instruction not available after {ready_timeout_s:.0f} s")
         if recorder_ready_s > 0:
-            missing = recorder_ready(node, executor, recorder_ready_s)
+            missing = recorder_ready(node, executor, recorder_ready_s, recorded_topics)
             if missing:
                 logging.getLogger("monologue_eval").warning(
                     f"the recorder does not record {missing} after {recorder_ready_s:.0f} s; starting anyway")
@@ -112,9 +114,10 @@ def run_episode(
 RECORDER_PROGRESS_TOPIC = "recorder/progress"  # monologue_bag's recorder: transcript events written per episode
 
 
-def recorder_ready(node: Any, executor: Any, timeout_s: float) -> list[str]:
+def recorder_ready(node: Any, executor: Any, timeout_s: float, required: Sequence[str] = ()) -> list[str]:
     """Wait (at most `timeout_s`, s) until the bag recorder's progress lists, as recorded, every topic
-    that matches its patterns and that `node` sees published by another node. The recorder discovers
+    that matches its patterns and that `node` sees published by another node, and every `required` topic
+    (absolute names; `node` may not have discovered their publishers yet). The recorder discovers
     topics by polling; a topic it finds late loses what was published before (a latched topic keeps
     only its last messages). Returns the topics still missing ([] when ready)."""
     import json
@@ -138,7 +141,8 @@ def recorder_ready(node: Any, executor: Any, timeout_s: float) -> list[str]:
             wanted = TopicSelection(list(last["patterns"])).wanted(t for t, _ in node.get_topic_names_and_types())
             published = [t for t in wanted if any(i.node_name not in ("recorder", node.get_name())
                                                    for i in node.get_publishers_info_by_topic(t))]
-            missing = sorted(set(published) - set(last.get("topics", [])))
+            needed = set(published) | set(TopicSelection(list(last["patterns"])).wanted(required))
+            missing = sorted(needed - set(last.get("topics", [])))
             if not missing:
                 break
         return missing

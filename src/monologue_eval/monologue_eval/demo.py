@@ -361,7 +361,8 @@ def run_own_graph(args: DemoArgs) -> int:
         sup.start()
         print("== monologue:")
         result, objects = run_episode(instruction, float(values["timeout"]), _show(lock),
-                                      recorder_ready_s=RECORDER_READY_S if record is not None else 0.0)
+                                      recorder_ready_s=RECORDER_READY_S if record is not None else 0.0,
+                                      recorded_topics=statler.topics if statler is not None else ())
         if statler is not None:
             truth, state = final_truth()
             print(f"== planner/world_state (the robot's belief): {json.dumps(state.get('state', {}))}")

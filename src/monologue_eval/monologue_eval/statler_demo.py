@@ -40,6 +40,11 @@ class StatlerDemo:
     def instruction(self) -> str:
         return "\n".join(self.queries)
 
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The demo's own topics (absolute names): a recorded run waits until the recorder has them."""
+        return (f"/{WORLD_STATE_TOPIC}", f"/{TRUTH_TOPIC}")
+
 
 def _contains(truth: Truth, container: str) -> set[str]:
     return set(truth.get("contains", {}).get(container, []))

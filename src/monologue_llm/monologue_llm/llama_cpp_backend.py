@@ -50,9 +50,9 @@ _EMBED_CACHE_SIZE = 20_000  # texts whose embedding is kept
 _GRAMMAR_CACHE_SIZE = 32  # compiled GBNF grammars (llama.cpp grammar samplers) kept by text
 _GRAMMAR_TOP_K = 64  # most likely tokens checked against the grammar before the whole vocabulary is masked
 _TREE_SEQS = 256  # KV-cache sequences with tree scoring (llama.cpp's maximum): prompt, filler, 254 candidates
-# trie batches are padded to a multiple of this many tokens: CPU matmul kernels handle the rows of a
-# partial tile differently (~0.2 nats), and a from-scratch decode of prompt + candidate meets none here
-_TREE_PAD = 8
+# trie batches (tokens and logits rows) are padded with filler to a multiple of this, so no batch has
+# fewer than 8 rows (the CPU kernels for those differ; see _MIN_BATCH)
+_TREE_PAD = _MIN_BATCH
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -485,7 +485,8 @@ class LlamaCppBackend:
                 path.append(k)
                 parent = k + 1
             paths[i] = path
-        order = sorted(range(len(tokens)), key=lambda k: depths[k])  # parents before children
+        # parents before children; a leaf (a candidate's last token) predicts nothing and is not decoded
+        order = sorted((k for k in range(len(tokens)) if children[k + 1]), key=lambda k: depths[k])
         wanted: dict[int, set[int]] = {}  # node -> tokens whose log-prob is read from its row
         for i in group:
             for p in range(max(firsts[i] - 1, first), len(fulls[i]) - 1):
@@ -494,6 +495,8 @@ class LlamaCppBackend:
         lc, batch = self._lc, self._tree_batch
         pad_seq = len(group) + 1  # filler tokens of their own sequence, seen by no candidate
         pad_pos = first
+        if not order:  # every candidate is one token long: the prompt's row scores them all
+            return {i: [float(last_row[fulls[i][first]]) - last_lse] for i in group}
         for s in range(1, pad_seq + 1):
             lc.llama_memory_seq_cp(self._mem, 0, s, -1, -1)
         try:

@@ -152,3 +152,14 @@ def test_a_candidate_that_does_not_fit_is_an_error_and_the_backend_stays_usable(
             small.score("word " * 50, [" a", " b" * 120])
         res = small.score("The colour of the sky on a clear day is", [" blue.", " a sandwich."])
         assert res.scores[0].logprob > res.scores[1].logprob
+
+
+def test_one_token_candidates_need_no_decode_beyond_the_prompt(tree: Any, llama_backend: Any) -> None:
+    sky = "The colour of the sky on a clear day is"
+    tree.score(sky, [" blue."])
+    words = [" blue", " green", " red", " grey"]
+    assert all(len(tree.tokenize(sky + w)) == len(tree.tokenize(sky)) + 1 for w in words)
+    res = tree.score(sky, words)
+    assert res.new_tokens_processed == 0  # the prompt's cached row scores them; leaves are never decoded
+    want = llama_backend.score(sky, words)
+    assert [s.logprob for s in res.scores] == [s.logprob for s in want.scores]

@@ -112,10 +112,11 @@ def _met(ok: bool) -> str:
     return "MET" if ok else "NOT MET"
 
 
-def tokens(profile: PromptProfile, steps: int, threads: int) -> None:
+def tokens(profile: PromptProfile, steps: int, threads: int, modes: Sequence[str]) -> None:
     prompts = episode_prompts(profile, steps)
     totals = {}
-    for mode, kwargs in MODES.items():
+    for mode in modes:
+        kwargs = MODES[mode]
         llm = LlamaCppBackend(str(embedded_model_path()), logger=LOG, n_threads=threads, **kwargs)
         new, wall, ratio = [], [], []
         for prompt, cands in prompts:
@@ -136,10 +137,10 @@ def tokens(profile: PromptProfile, steps: int, threads: int) -> None:
     print(f"[2] tokens processed over {steps} steps: " + ", ".join(f"{m} {n}" for m, n in totals.items()))
 
 
-def candidates_cost(profile: PromptProfile, threads: int) -> None:
+def candidates_cost(profile: PromptProfile, threads: int, modes: Sequence[str]) -> None:
     prompt, cands = episode_prompts(profile, 1)[0]  # 4 blocks, 3 bowls: 60 distinct candidates
     pool = cands[:40]
-    for mode in ("reuse", "tree"):
+    for mode in [m for m in modes if m != "no reuse"]:
         llm = LlamaCppBackend(str(embedded_model_path()), logger=LOG, n_threads=threads, **MODES[mode])
         gen = llm.generate(prompt, stop=["\n"], max_tokens=48)  # warms the prompt
         gen = llm.generate(prompt, stop=["\n"], max_tokens=48)
@@ -172,11 +173,11 @@ class WorldPorts(Ports):
         return SuccessReport(ok, 1.0 if ok else 0.0, "world")
 
 
-def episode(profile: PromptProfile, threads: int, episodes: int) -> None:
+def episode(profile: PromptProfile, threads: int, episodes: int, modes: Sequence[str]) -> None:
     from monologue_domain.kinematic_world import SceneSpec
 
     colours = ("red", "green", "blue")
-    for mode in ("reuse", "tree"):
+    for mode in [m for m in modes if m != "no reuse"]:
         walls, three = [], []
         for seed in range(episodes):
             # a fresh model per episode: the scenes' prompts repeat, and cached log-probs would answer them
@@ -213,18 +214,22 @@ def main() -> None:
     ap.add_argument("--profile", default="im_sim_object_success")
     ap.add_argument("--episodes", type=int, default=3, help="matching-bowls episodes per scoring mode ([4])")
     ap.add_argument("--only", default="1,2,3,4", help="which figures to measure, e.g. 3,4")
+    ap.add_argument("--modes", default="no reuse,reuse,tree", help=f"scoring modes to compare, of {list(MODES)}")
     ns = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     profile = load_profile(default_config_dir() / "prompts", ns.profile)
     only = {x.strip() for x in ns.only.split(",")}
+    modes = [m.strip() for m in ns.modes.split(",")]
+    if unknown := [m for m in modes if m not in MODES]:
+        ap.error(f"unknown --modes {unknown}; choose from {list(MODES)}")
     if "1" in only:
         overhead(profile, ns.steps)
     if "2" in only:
-        tokens(profile, ns.steps, ns.threads)
+        tokens(profile, ns.steps, ns.threads, modes)
     if "3" in only:
-        candidates_cost(profile, ns.threads)
+        candidates_cost(profile, ns.threads, modes)
     if "4" in only:
-        episode(profile, ns.threads, ns.episodes)
+        episode(profile, ns.threads, ns.episodes, modes)
 
 
 if __name__ == "__main__":
