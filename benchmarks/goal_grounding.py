@@ -1,15 +1,16 @@
-"""How the LLM goal grounding (`planner.scoring.goal_grounding: llm`) reads the paraphrase list.
+"""How the LLM goal grounding (`planner.scoring.goal_grounding: llm | llm_named`) reads the paraphrase list.
 
     . scripts/env.sh && nice python -m benchmarks.goal_grounding [--threads 1]
 
 For every text of config/benchmarks/wordings.yaml (slots filled with one scene's names) it scores the
 goals the planner would offer (core/goal_check.goal_candidates, the im_sim_object_success profile's
-goal prompt) with the embedded model and prints what four rules choose: `raw` (the planner's: the
-highest sum of log-probabilities, "Something else." included), `mean` (the best goal when its mean
-log-probability per token beats "Something else."'s), `first1` and `first2` (two stages: the kind of
-goal by the log-probability of the first one or two tokens, which every goal of a kind shares, then
-the highest sum within that kind). A text of a relational family (different
-corners, matching or mismatched bowls) is right when read as no goal. Prints numbers; asserts nothing.
+goal prompt) with the embedded model and prints what five rules choose: `raw` (`llm`: the highest sum
+of log-probabilities, "Something else." included), `mean` (the best goal when its mean log-probability
+per token beats "Something else."'s), `first1` and `first2` (two stages: the kind of goal by the
+log-probability of the first one or two tokens, which every goal of a kind shares, then the highest
+sum within that kind), and `named` (`llm_named`: the highest sum among goal_check.named_goals, the
+goals over the scene names the text mentions). A text of a relational family (different corners,
+matching or mismatched bowls) is right when read as no goal. Prints numbers; asserts nothing.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import yaml
 from monologue_domain.tabletop import LOCATIONS
 from monologue_llm.llama_cpp_backend import LlamaCppBackend
 from monologue_llm.model_files import embedded_model_path
-from planner_node.core.goal_check import NO_GOAL, goal_candidates
+from planner_node.core.goal_check import NO_GOAL, goal_candidates, named_goals
 from planner_node.core.prompts import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def main() -> None:
     none = cands.index(NO_GOAL)
     wordings = yaml.safe_load((REPO / "config" / "benchmarks" / "wordings.yaml").read_text(encoding="utf-8"))
     llm = LlamaCppBackend(embedded_model_path(), n_ctx=2048, n_threads=ns.threads, logger=logging.getLogger("llm"))
-    tally = {r: [0, 0, 0] for r in ("raw", "mean", "first1", "first2")}  # right, wrong goal, missed goal
+    tally = {r: [0, 0, 0] for r in ("raw", "mean", "first1", "first2", "named")}  # right, wrong goal, missed goal
     for family, texts in wordings.items():
         for text in texts:
             instruction = text.format(**SLOTS)
@@ -63,9 +64,11 @@ def main() -> None:
                 kind = {h: sum(scores[i].token_logprobs[:k]) for i, h in enumerate(head)}
                 top = max(kind, key=lambda h: kind[h])
                 picks[f"first{k}"] = cands[max((i for i in range(len(cands)) if head[i] == top), key=lambda i: lp[i])]
+            named = [cands.index(c) for c in named_goals(instruction, cands, cats)]
+            picks["named"] = cands[max(named, key=lambda i: lp[i])]
             for rule, pick in picks.items():
                 tally[rule][0 if pick == WANT[family] else 2 if pick == NO_GOAL else 1] += 1
-            print(f"{family:18s} {instruction[:40]:40s} raw: {picks['raw']:50s} first2: {picks['first2']}", flush=True)
+            print(f"{family:18s} {instruction[:40]:40s} raw: {picks['raw']:50s} named: {picks['named']}", flush=True)
     llm.close()
     n = sum(len(t) for t in wordings.values())
     for rule, (right, wrong, missed) in tally.items():

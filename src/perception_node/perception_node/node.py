@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -38,7 +38,7 @@ class PerceptionNode(Node):
         self._oracle = OracleSceneSource()
         self._cond = threading.Condition()
         self._latest: SceneDescription | None = None
-        self._latest_rx = 0.0  # monotonic time the latest input arrived
+        self._latest_sent = 0.0  # s, system clock: when the latest ground truth was published (oracle)
         # Camera: a refreshed description must come from an image newer (by stamp) than every image
         # received before the request, so the success detector never judges a frame from before the
         # skill ended. Stamps, not the node's clock: a replayed bag keeps its recorded stamps.
@@ -47,7 +47,8 @@ class PerceptionNode(Node):
         self._pub = self.create_publisher(SceneDescription, "scene/description", LATCHED)
         if source == "oracle":
             self._sub = self.create_subscription(
-                SceneDescription, self.settings.ground_truth_topic, self._on_ground_truth,
+                SceneDescription, self.settings.ground_truth_topic,
+                self._on_ground_truth,  # type: ignore[arg-type]  # rclpy's hint omits the (msg, MessageInfo) form
                 LATCHED, callback_group=group)
         else:
             from .camera_source import CameraSource
@@ -59,35 +60,44 @@ class PerceptionNode(Node):
         """Publish a scene description (camera source) and wake DescribeScene waiters."""
         self._pub.publish(out)
         with self._cond:
-            self._latest, self._latest_rx = out, time.monotonic()
+            self._latest = out
             self._cond.notify_all()
 
-    def _on_ground_truth(self, msg: SceneDescription) -> None:
+    def _on_ground_truth(self, msg: SceneDescription, info: Any) -> None:
+        """`info` is rclpy's MessageInfo (two parameters make rclpy pass it): its source_timestamp (ns, the
+        publisher's system clock) says when the message was sent; a replayed bag's header stamps are the
+        recorded ones, its send time is now."""
         scene = self._oracle.describe(scene_from_msg(msg))
         out = scene_to_msg(scene, msg)
         self._pub.publish(out)
+        sent_ns = int(info.get("source_timestamp") or 0) if isinstance(info, dict) else 0
         with self._cond:
-            self._latest, self._latest_rx = out, time.monotonic()
+            self._latest = out
+            self._latest_sent = sent_ns * 1e-9 if sent_ns > 0 else time.time()
             self._cond.notify_all()
 
-    def _fresh(self, asked: float, asked_stamp: float) -> bool:
+    def _fresh(self, asked_stamp: float, asked_wall: float) -> bool:
+        """Camera: an image newer by stamp than every image received before the request. Oracle: a
+        ground truth *sent* after the request (the publisher's clock), not merely taken after it: under
+        load a message sent while the skill still ran can be taken after the request, and would be judged
+        as the post-skill state (the clocks of a distributed graph must be synchronised, as for /tf)."""
         if self._latest is None:
             return False
         if self._fresh_by_stamp:
             return from_time(self._latest.header.stamp) > asked_stamp
-        return self._latest_rx >= asked
+        return self._latest_sent >= asked_wall
 
     def _describe(self, req: DescribeScene.Request, res: DescribeScene.Response) -> DescribeScene.Response:
-        asked = time.monotonic()
+        asked, asked_wall = time.monotonic(), time.time()
         asked_stamp = self._camera.newest_image_stamp() if self._fresh_by_stamp else 0.0
         deadline = asked + self._refresh_timeout
         with self._cond:
-            while self._latest is None or (req.refresh and not self._fresh(asked, asked_stamp)):
+            while self._latest is None or (req.refresh and not self._fresh(asked_stamp, asked_wall)):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            latest, fresh = self._latest, self._fresh(asked, asked_stamp)
+            latest, fresh = self._latest, self._fresh(asked_stamp, asked_wall)
         if latest is None:
             res.success, res.message = False, "no input received yet"
         elif req.refresh and not fresh:

@@ -195,13 +195,66 @@ def test_the_llm_grounds_an_instruction_the_parser_cannot_read(wanted: str, fact
     assert candidates[-1] == NO_GOAL and len(set(candidates)) == len(candidates)
     assert all(parse_goal(c, CATS) for c in candidates[:-1])  # every candidate is a goal the parser reads
     llm = GoalPicker(wanted)
-    goal, text = ground_goal(llm, PROFILE.goal_prompt, "把积木放好", candidates, CATS)
-    assert text == wanted
+    goal, text, ranked = ground_goal(llm, PROFILE.goal_prompt, "把积木放好", candidates, CATS)
+    assert text == wanted and ranked == len(candidates)
     assert [(f.obj, f.target) for f in goal.facts] == facts and goal.tower == tower
     assert llm.prompts[0].endswith("Instruction: 把积木放好\nGoal:") and "Goal: Stack every block." in llm.prompts[0]
 
 
-def test_llm_grounding_runs_once_per_episode_and_drives_the_goal_check(world_ports) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("instruction", "names"), [
+    ("把red block放到blue bowl上", ["red block", "blue bowl"]),
+    ("Leg den Red Block in die Blue  Bowl.", ["red block", "blue bowl"]),
+    ("the bored blockade and the bluebowl", []),
+    ("stack them on the top left corner", ["top left corner"]),  # not also "left" or "corner" names
+])
+def test_scene_names_are_found_in_any_script(instruction: str, names: list[str]) -> None:
+    from planner_node.core.goal_check import names_in
+
+    assert sorted(names_in(instruction, CATS)) == sorted(names)
+
+
+def _named(instruction: str) -> list[str]:
+    from planner_node.core.goal_check import goal_candidates, named_goals
+
+    return named_goals(instruction, goal_candidates([(b, t) for b in BLOCKS for t in CATS if t != b], CATS, _place),
+                       CATS)
+
+
+def test_named_goals_use_every_name_the_instruction_mentions_and_no_other() -> None:
+    # one block and one bowl named: only the goal that moves that block there (not "every block")
+    assert _named("Nimm den red block und leg ihn in die blue bowl.") == [_place("red block", "blue bowl")]
+    # only a target named: the goals about every block and that target
+    assert _named("把所有积木放进yellow bowl里。") == ["Pick every block and place it in the yellow bowl."]
+    assert _named("alle Klötze auf die Position middle") == [
+        "Pick every block and place it on the middle.", "Stack every block on the middle."]
+    # nothing named: a tower anywhere, or no goal, for the LLM to rank
+    assert _named("Sortiere die Klötze nach Farbe.") == ["Stack every block.", "Something else."]
+    # a word of exclusion keeps "no goal" among them
+    assert _named("put the red block anywhere but in the blue bowl") == [_place("red block", "blue bowl"),
+                                                                         "Something else."]
+    # a name the goal needs that the instruction does not mention rules the goal out
+    assert not any("yellow bowl" in c for c in _named("put the red block in the blue bowl"))
+
+
+def test_named_grounding_asks_the_llm_only_among_the_named_goals() -> None:
+    from planner_node.core.goal_check import goal_candidates, ground_goal
+
+    candidates = goal_candidates([(b, t) for b in BLOCKS for t in CATS if t != b], CATS, _place)
+    llm = GoalPicker("Stack every block on the middle.")
+    goal, text, ranked = ground_goal(llm, PROFILE.goal_prompt, "alle Klötze in der middle", candidates, CATS,
+                                     named=True)
+    assert (text, ranked, goal.tower, goal.base) == ("Stack every block on the middle.", 2, BLOCKS, "middle")
+    llm = GoalPicker("Pick the red block")  # one named goal left: no LLM call at all
+    goal, text, ranked = ground_goal(llm, PROFILE.goal_prompt, "red block → blue bowl", candidates, CATS, named=True)
+    assert ranked == 1 and llm.prompts == [] and [(f.obj, f.target) for f in goal.facts] == [("red block", "blue bowl")]
+
+
+@pytest.mark.parametrize(("grounding", "instruction", "goal_prompts"), [
+    ("llm", "Leg alle Klötze in die blaue Schüssel.", 1),
+    ("llm_named", "Leg alle Klötze in die blue bowl.", 0),  # one named goal: it needs no LLM call
+])
+def test_llm_grounding_runs_once_per_episode_and_drives_the_goal_check(  # type: ignore[no-untyped-def]
+        world_ports, grounding: str, instruction: str, goal_prompts: int) -> None:
     class Both(StopShyScorer):  # the goal prompt gets "every block in the blue bowl"; the steps are stop-shy
         def score(self, prompt: str, candidates: Sequence[str]):  # type: ignore[no-untyped-def]
             if prompt.endswith("Goal:"):
@@ -212,8 +265,7 @@ def test_llm_grounding_runs_once_per_episode_and_drives_the_goal_check(world_por
     world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue",)), seed=5)
     ports, llm, steps = world_ports(world), Both(), []
     im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
-    res = im.run("Leg alle Klötze in die blaue Schüssel.",
-                 episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check="affordance",
-                                  goal_grounding="llm"), Transcript("e"))
+    res = im.run(instruction, episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check="affordance",
+                                               goal_grounding=grounding), Transcript("e"))
     assert res.success and world.is_on("red block", "blue bowl") and world.is_on("green block", "blue bowl")
-    assert llm.goal_prompts == 1 and steps[-1].chosen.option is None
+    assert getattr(llm, "goal_prompts", 0) == goal_prompts and steps[-1].chosen.option is None

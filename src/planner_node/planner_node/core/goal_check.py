@@ -32,7 +32,9 @@ class GoalScorer(Protocol):
     def score(self, prompt: str, candidates: Sequence[str]) -> Any: ...
 
 GOAL_CHECKS = ("off", "stop", "affordance")
-GOAL_GROUNDINGS = ("parser", "llm")  # llm: when the parser reads nothing, the LLM picks the goal by scoring
+# llm: when the parser reads nothing, the LLM picks the goal by scoring; llm_named: among the goals over the
+# scene names the instruction mentions (named_goals)
+GOAL_GROUNDINGS = ("parser", "llm", "llm_named")
 NO_GOAL = "Something else."
 
 _RELATION = r"(?:on top of|into|inside|onto|in|on|to)"
@@ -176,12 +178,50 @@ def goal_candidates(pairs: Iterable[tuple[str, str]], categories: Mapping[str, s
     return out + [NO_GOAL]
 
 
+def mentions(text: str, name: str) -> bool:
+    """`name` (a scene name) is written in `text`, between non-letters: also inside text with no spaces
+    (Chinese, Japanese), where a scene name read off the screen stands between other characters."""
+    words = r"\s+".join(re.escape(w) for w in name.lower().split())
+    return re.search(rf"(?<![a-z]){words}(?![a-z])", text.lower()) is not None
+
+
+def names_in(text: str, categories: Mapping[str, str]) -> list[str]:
+    """The scene names written in `text`, longest first and each once ("blue bowl" is not also "blue")."""
+    rest, used = text.lower(), []
+    for n in sorted(categories, key=len, reverse=True):
+        if mentions(rest, n):
+            used.append(n)
+            rest = re.sub(rf"(?<![a-z]){re.escape(n.lower())}(?![a-z])", " ", rest)
+    return used
+
+
+def named_goals(instruction: str, candidates: Sequence[str], categories: Mapping[str, str]) -> list[str]:
+    """The goal candidates for `llm_named`, by what the instruction names, in any language (scene names
+    are written as the scene names them): a goal about an object the person did not name is not
+    theirs, and a goal that leaves out a named one is not either. So: of the goals every scene name of
+    which the instruction mentions, those that use the most of them; when none uses any, the goals over
+    a whole category with no target (a tower anywhere) and NO_GOAL. NO_GOAL also stays when the text has
+    one of the parser's words of exclusion ("except", "not", ...). The LLM ranks what is left."""
+    used = {c: names_in(c, categories) for c in candidates if c != NO_GOAL}
+    kept = {c: len(u) for c, u in used.items() if all(mentions(instruction, n) for n in u)}
+    most = max(kept.values(), default=0)
+    if most:
+        hedged = _EXCLUDING.search(_words(instruction)) is not None
+        return [c for c in candidates if kept.get(c) == most or (hedged and c == NO_GOAL)]
+    return [c for c in candidates if c == NO_GOAL or kept.get(c) == 0]
+
+
 def ground_goal(llm: GoalScorer, head: str, instruction: str, candidates: Sequence[str],
-                categories: Mapping[str, str]) -> tuple[Goal, str]:
+                categories: Mapping[str, str], named: bool = False) -> tuple[Goal, str, int]:
     """The goal the LLM ranks first for `instruction` among `candidates` (raw sum of log-probabilities,
-    after `head`'s examples), as parse_goal reads it; NO_GOAL reads as no goal. Returns (goal, text)."""
-    prompt = f"{head.rstrip()}\nInstruction: {' '.join(instruction.split())}\nGoal:"
-    result = llm.score(prompt, [" " + c for c in candidates])
-    best = max(range(len(candidates)), key=lambda i: float(result.scores[i].logprob))
-    text = candidates[best]
-    return (Goal() if text == NO_GOAL else parse_goal(text, categories)), text
+    after `head`'s examples), or among named_goals() of them (`named`), as parse_goal reads it; NO_GOAL
+    reads as no goal. Returns (goal, text, number of goals ranked)."""
+    if named:
+        candidates = named_goals(instruction, candidates, categories)
+    if len(candidates) == 1:
+        text = candidates[0]
+    else:
+        prompt = f"{head.rstrip()}\nInstruction: {' '.join(instruction.split())}\nGoal:"
+        result = llm.score(prompt, [" " + c for c in candidates])
+        text = candidates[max(range(len(candidates)), key=lambda i: float(result.scores[i].logprob))]
+    return (Goal() if text == NO_GOAL else parse_goal(text, categories)), text, len(candidates)

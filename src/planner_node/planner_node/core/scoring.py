@@ -89,17 +89,18 @@ def _goal(ep: EpisodeContext, categories: Mapping[str, str]) -> Goal:
     if isinstance(cached, Goal):
         return cached
     goal = parse_goal(ep.instruction, categories)
-    if not goal and ep.options.goal_grounding == "llm":
+    if not goal and ep.options.goal_grounding != "parser":
         if not ep.profile.goal_prompt:
-            ep.log.warning("scoring.goal_grounding llm: prompt profile %s has no goal_prompt_file; "
-                           "the parser alone reads the goal", ep.profile.name)
+            ep.log.warning("scoring.goal_grounding %s: prompt profile %s has no goal_prompt_file; "
+                           "the parser alone reads the goal", ep.options.goal_grounding, ep.profile.name)
         else:
             pairs = [(o.args[0], o.args[1]) for o in ep.ports.skills.affordances()
                      if o.skill == "pick_place" and len(o.args) == 2]
             candidates = goal_candidates(
                 pairs, categories, lambda obj, target: ep.profile.skill_text("pick_place", (obj, target), categories))
-            goal, text = ground_goal(ep.llm, ep.profile.goal_prompt, ep.instruction, candidates, categories)
-            ep.log.info("goal grounding: %r read as %r (%s) among %d goals", ep.instruction, text,
-                        goal.describe() if goal else "no goal", len(candidates))
+            goal, text, ranked = ground_goal(ep.llm, ep.profile.goal_prompt, ep.instruction, candidates, categories,
+                                             named=ep.options.goal_grounding == "llm_named")
+            ep.log.info("goal grounding: %r read as %r (%s) among %d of %d goals", ep.instruction, text,
+                        goal.describe() if goal else "no goal", ranked, len(candidates))
     ep.memo[key] = goal
     return goal
