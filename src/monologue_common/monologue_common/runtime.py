@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import faulthandler
 import logging
-import os
 import signal
 import threading
 import time
@@ -28,7 +27,6 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if hasattr(faulthandler, "register"):  # SIGUSR1 prints every thread's stack (the supervisor asks before SIGKILL)
         faulthandler.register(signal.SIGUSR1, all_threads=True)
-    _watch_stop_signals(STOP_GRACE_S)  # before rclpy.init: rclpy's handlers chain to Python's
     rclpy.init(args=args)
     node: Node | None = None
     try:
@@ -55,69 +53,6 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
 
 
 STOP_REPORT_S = 5.0  # s: a node still stopping after this long prints its threads' stacks
-STOP_GRACE_S = 8.0  # s: a node still running this long after SIGINT/SIGTERM ends (code 128 + signal number)
-
-
-def _watch_stop_signals(grace_s: float) -> None:
-    """Bound every stop: a thread woken by SIGINT/SIGTERM (through Python's wakeup fd, written by the C
-    handler however stuck the main thread is) gives the node `grace_s` s to exit; then, or at a second
-    stop signal, it prints every thread's stack and ends the process. A node's executor has been seen
-    (rarely, under load) not to return from spin() after SIGTERM, and then nothing else ever runs."""
-    if threading.current_thread() is not threading.main_thread():
-        return  # set_wakeup_fd needs the main thread (a node run from a test thread)
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    try:
-        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    except ValueError:
-        os.close(read_fd)
-        os.close(write_fd)
-        return
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, _on_sigterm)  # Python's C handler writes the fd; rclpy chains to it
-
-    def end(signum: int, why: str) -> None:
-        logging.getLogger("runtime").error("%s; threads:", why)
-        faulthandler.dump_traceback(all_threads=True)
-        _end_by(signum)
-
-    def watch() -> None:
-        first: int | None = None
-        while True:
-            try:
-                data = os.read(read_fd, 64)
-            except OSError:
-                return
-            for signum in data:
-                if signum not in (signal.SIGINT, signal.SIGTERM):
-                    continue
-                if first is not None:
-                    end(signum, f"signal {signum} while stopping after signal {first}")
-                first = signum
-                timer = threading.Timer(grace_s, end, (signum, f"still running {grace_s:.0f} s after signal {signum}"))
-                timer.daemon = True
-                timer.start()
-
-    threading.Thread(target=watch, name="stop_watchdog", daemon=True).start()
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    """Python's SIGTERM handler: rclpy's (chained before it) stops the node; this one only lets the
-    watchdog hear the signal, and after rclpy's handlers are uninstalled the watchdog ends a node still
-    stopping at the next one."""
-
-
-def _end_by(signum: int) -> None:
-    """End the process as the signal's default action would (exit status -signum for a parent): Python
-    sets handlers only from the main thread, which may be the stuck one, so libc's signal() is called."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).signal(signum, 0)  # SIG_DFL
-        os.kill(os.getpid(), signum)
-        time.sleep(2.0)
-    finally:
-        os._exit(128 + signum)
 
 
 def _report_slow_exit(after_s: float) -> None:
