@@ -60,6 +60,7 @@ def test_stacking_every_object_of_a_category_parses_to_a_tower(instruction: str,
     "Put the red block in the blue bowl and then stack the rest.",  # another clause after the target
     "把所有方块放进蓝色的碗里。",                                  # not the planner's language: no facts, no rule
     "Put the purple block in the blue bowl.",                 # no such object: no subject
+    "Stack all the blocks at the left side.",                 # a named place it cannot read is not "anywhere"
 ])
 def test_other_instructions_parse_to_nothing(instruction: str) -> None:
     assert not parse_goal(instruction, CATS)
@@ -269,3 +270,110 @@ def test_llm_grounding_runs_once_per_episode_and_drives_the_goal_check(  # type:
                                                goal_grounding=grounding), Transcript("e"))
     assert res.success and world.is_on("red block", "blue bowl") and world.is_on("green block", "blue bowl")
     assert getattr(llm, "goal_prompts", 0) == goal_prompts and steps[-1].chosen.option is None
+
+
+def test_advancing_moves_of_facts_and_of_a_tower() -> None:
+    from planner_node.core.goal_check import Goal, GoalFact, GoalStatus, advancing
+
+    facts = Goal(facts=tuple(GoalFact(b, "blue bowl") for b in BLOCKS))
+    assert advancing(facts, GoalStatus(False, frozenset({"red block"}))) == {
+        ("blue block", "blue bowl"), ("green block", "blue bowl")}
+    assert advancing(facts, GoalStatus(True, frozenset(BLOCKS))) == set()
+    on_base = Goal(tower=BLOCKS, base="middle")
+    assert advancing(on_base, GoalStatus(False, frozenset(), ())) == {(b, "middle") for b in BLOCKS}
+    assert advancing(on_base, GoalStatus(False, frozenset({"red block"}), (("red block",),))) == {
+        ("blue block", "red block"), ("green block", "red block")}
+    anywhere = Goal(tower=BLOCKS)  # no chain yet: any block onto any other
+    assert len(advancing(anywhere, GoalStatus(False, frozenset(), ()))) == 6
+    two = GoalStatus(False, frozenset({"red block", "blue block"}), (("red block", "blue block"),))
+    assert advancing(anywhere, two) == {("green block", "blue block")}
+    # two longest chains (the top block is within 4 cm of both bottoms): either bottom may go on top
+    both = GoalStatus(False, frozenset({"blue block"}), (("red block", "blue block"), ("green block", "blue block")))
+    assert advancing(anywhere, both) == {("green block", "blue block"), ("red block", "blue block")}
+
+
+class WrongWay(StopShyScorer):
+    """Prefers moves into the yellow bowl and onto the red block, i.e. away from the goal."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda c: c.endswith("in the yellow bowl.") or c.endswith("on the red block."))
+
+
+@pytest.mark.parametrize("goal_check", ["affordance", "directed"])
+def test_directed_offers_only_the_moves_that_bring_the_goal_nearer(  # type: ignore[no-untyped-def]
+        world_ports, goal_check: str) -> None:
+    world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue", "yellow")), seed=5)
+    ports, llm, steps = world_ports(world), WrongWay(), []
+    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    res = im.run("Put all the blocks in the blue bowl.",
+                 episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check=goal_check), Transcript("e"))
+    assert res.error == EpisodeError.NONE and res.success
+    assert world.is_on("red block", "blue bowl") and world.is_on("green block", "blue bowl")
+    moves = [s.chosen.text for s in steps[:-1]]
+    if goal_check == "affordance":  # the model's wrong moves are offered and taken
+        assert moves[0].endswith("in the yellow bowl.") and len(moves) > 2
+    else:
+        assert [len(o) for o in llm.offered] == [2, 1]  # each block into the blue bowl, the placed one dropped
+        assert all(c.endswith("in the blue bowl.") for o in llm.offered for c in o) and len(moves) == 2
+        assert steps[-1].chosen.option is None
+
+
+def test_directed_builds_the_tower_on_the_named_location(world_ports) -> None:  # type: ignore[no-untyped-def]
+    world = TabletopWorld.from_spec(SceneSpec(("red", "green", "blue"), ("blue",)), seed=3)
+    ports, llm, steps = world_ports(world), WrongWay(), []
+    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    res = im.run("Stack all the blocks on the middle.",
+                 episode_defaults(CONFIG, use_affordances=False, max_steps=8, goal_check="directed"), Transcript("e"))
+    assert res.error == EpisodeError.NONE and res.success and len(steps) == 4
+    assert all(c.endswith("on the middle.") for c in llm.offered[0]) and len(llm.offered[0]) == 3
+    bottom = steps[0].chosen.option.args[0]  # type: ignore[union-attr]
+    assert all(c.endswith(f"on the {bottom}.") for c in llm.offered[1]) and len(llm.offered[1]) == 2
+    top = [b for b in BLOCKS if b != bottom and world.is_on(b, "middle")]
+    assert len(top) == 2 and all(world.is_on(b, bottom) for b in top)
+
+
+class Ons:
+    """A success detector that answers "X on Y" from a set of pairs."""
+
+    def __init__(self, *pairs: tuple[str, str]) -> None:
+        self.pairs = set(pairs)
+
+    def detect(self, skill: str, args: Sequence[str], *_: float):  # type: ignore[no-untyped-def]
+        from types import SimpleNamespace
+
+        return SimpleNamespace(success=tuple(args) in self.pairs)
+
+
+def test_a_tower_block_within_reach_of_two_bottoms_and_a_tower_leaning_off_its_base() -> None:
+    from planner_node.core.goal_check import Goal, advancing, check
+
+    r, g, b = "red block", "green block", "blue block"
+    # red and green side by side (4.6 cm apart), blue on red but also within 4 cm of green
+    status = check(Goal(tower=BLOCKS), Ons((b, r), (b, g)))  # type: ignore[arg-type]
+    assert not status.holds and status.placed == {b} and set(status.chains) == {(r, b), (g, b)}
+    assert advancing(Goal(tower=BLOCKS), status) == {(r, b), (g, b)}  # either bottom goes on top
+    # on the middle: red on it, green on red but leaning 5 cm off the middle: green is to be placed again
+    on_base = Goal(tower=BLOCKS, base="middle")
+    status = check(on_base, Ons((r, "middle"), (b, "middle"), (g, r), (b, r)))  # type: ignore[arg-type]
+    assert status.chains == ((r, b),) and status.placed == {r, b} and not status.holds
+    assert advancing(on_base, status) == {(g, b)}
+
+
+def test_directed_offers_every_move_when_the_next_block_is_covered(world_ports) -> None:  # type: ignore[no-untyped-def]
+    from planner_node.core.goal_check import Goal, check
+
+    world = TabletopWorld.from_spec(SceneSpec(("red", "green", "blue"), ()), seed=3)
+    mx, my = LOCATIONS["middle"]
+    world.move_object("red block", mx + 0.02, my)    # on the middle (2 cm)
+    world.move_object("blue block", mx + 0.05, my)   # on the red block, 5 cm off the middle
+    world.move_object("green block", mx + 0.03, my)  # on the blue block, within 4 cm of the middle and the red
+    ports, llm, steps = world_ports(world), WrongWay(), []
+    status = check(Goal(tower=BLOCKS, base="middle"), ports)
+    assert status.chains == (("red block", "green block"),) and not status.holds  # the blue one is off its base
+    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    im.run("Stack all the blocks on the middle.",
+           episode_defaults(CONFIG, use_affordances=False, max_steps=2, goal_check="directed"), Transcript("e"))
+    # the blue block (next on the tower) is covered by the green one: every move is offered, the placed
+    # green block's too, and done is not
+    assert llm.offered[0] and all(c.startswith("Robot action: Pick the green block ") for c in llm.offered[0])
+    assert PROFILE.done_line not in llm.offered[0]

@@ -16,7 +16,10 @@ on the target when one is named, anywhere otherwise ("Stack all the blocks [on t
 With facts, before each step:
 - all facts hold -> the planner says done without asking the LLM (`stop`, `affordance`);
 - some fact does not hold -> the done line is not offered (`stop`, `affordance`);
-- `affordance` also drops the lines that would move an object whose own fact already holds.
+- `affordance` also drops the lines that would move an object whose own fact already holds;
+- `directed` offers only the moves that make an unmet fact hold, or put the next object on the tower
+  (`advancing`), when there is one; otherwise every admissible move, placed objects' too (the next object
+  may be covered), and still no done line. The LLM chooses among what is offered.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from .ports import SuccessPort
 class GoalScorer(Protocol):
     def score(self, prompt: str, candidates: Sequence[str]) -> Any: ...
 
-GOAL_CHECKS = ("off", "stop", "affordance")
+GOAL_CHECKS = ("off", "stop", "affordance", "directed")
 # llm: when the parser reads nothing, the LLM picks the goal by scoring; llm_named: among the goals over the
 # scene names the instruction mentions (named_goals)
 GOAL_GROUNDINGS = ("parser", "llm", "llm_named")
@@ -74,10 +77,12 @@ class Goal:
 
 @dataclass(frozen=True)
 class GoalStatus:
-    """`holds`: the goal is met; `placed`: objects already where the goal wants them (not to be moved)."""
+    """`holds`: the goal is met; `placed`: objects already where the goal wants them (not to be moved);
+    `chains`: a tower goal's longest chains of two or more (or one on the base), bottom first."""
 
     holds: bool
     placed: frozenset[str]
+    chains: tuple[tuple[str, ...], ...] = ()
 
 
 _STACK = re.compile(r" (?:stack|pile)(?:s|ed|ing)? ")
@@ -95,6 +100,8 @@ def parse_goal(instruction: str, categories: Mapping[str, str]) -> Goal:
                 target, start, end = name, m.start(), m.end()
     stacking = bool(_STACK.search(text))
     if not target and stacking:
+        if any(_words(n) in text for n in names):
+            return Goal()  # a scene name it does not read as the target ("... at the left side"): not anywhere
         start, end = len(text) - 1, len(text) - 1  # a tower anywhere: the whole text is the subject
         rest = [w for w in text.split() if w in {"and", "then", "also", "or"}]
     else:
@@ -130,30 +137,50 @@ def check(goal: Goal, success: SuccessPort) -> GoalStatus:
     if goal.facts:
         placed = frozenset(f.obj for f in goal.facts if _on(success, f.obj, f.target))
         return GoalStatus(len(placed) == len(goal.facts), placed)
-    chain = _tallest(goal, success)
-    # a lone block on the base is placed; without a base a lone block is only a possible bottom
-    placed = frozenset(chain) if len(chain) >= 2 or (goal.base and chain) else frozenset()
-    return GoalStatus(len(chain) == len(goal.tower), placed)
+    chains = _longest_chains(goal, success)
+    n = len(chains[0]) if chains else 0
+    # a lone block on the base is placed; without a base a lone block is only a possible bottom. Of several
+    # longest chains (4 cm lets a block be "on" two neighbours), only what all of them share is placed
+    towered = n >= 2 or bool(goal.base and n)
+    placed = frozenset.intersection(*(frozenset(c) for c in chains)) if towered else frozenset()
+    return GoalStatus(n == len(goal.tower), placed, tuple(chains) if towered else ())
 
 
-def _tallest(goal: Goal, success: SuccessPort) -> list[str]:
-    """The longest chain b1, b2, ... of tower objects with b1 on the base (if any) and each next one on
-    the one before it, as the success detector judges "X on Y"."""
+def advancing(goal: Goal, status: GoalStatus) -> frozenset[tuple[str, str]]:
+    """The (object, target) moves that bring the goal one fact nearer: an object whose fact does not hold
+    onto its target; for a tower, another object onto the top of a longest chain (onto the base, or onto
+    any other tower object, while there is no chain yet)."""
+    if status.holds:
+        return frozenset()
+    if goal.facts:
+        return frozenset((f.obj, f.target) for f in goal.facts if f.obj not in status.placed)
+    if status.chains:
+        return frozenset((b, c[-1]) for c in status.chains for b in goal.tower if b not in c)
+    if goal.base:
+        return frozenset((b, goal.base) for b in goal.tower)
+    return frozenset((a, b) for a in goal.tower for b in goal.tower if a != b)
+
+
+def _longest_chains(goal: Goal, success: SuccessPort) -> list[tuple[str, ...]]:
+    """Every longest chain b1, b2, ... of tower objects with b1 on the base and each next one on the one
+    before it, as the success detector judges "X on Y"; with a base, every object of a chain is on the
+    base too (a tower that leans off its location is not on it)."""
     on = {(a, b): _on(success, a, b) for a in goal.tower for b in goal.tower if a != b}
-    bottoms = [b for b in goal.tower if not goal.base or _on(success, b, goal.base)]
-    best: list[str] = []
+    allowed = [b for b in goal.tower if not goal.base or _on(success, b, goal.base)]
+    best: list[tuple[str, ...]] = []
 
-    def extend(chain: list[str]) -> None:  # depth first: a block two levels up is "on" the bottom too
-        nonlocal best
-        if len(chain) > len(best):
-            best = list(chain)
-        for a in goal.tower:
+    def extend(chain: tuple[str, ...]) -> None:  # depth first: a block two levels up is "on" the bottom too
+        if not best or len(chain) > len(best[0]):
+            best[:] = [chain]
+        elif len(chain) == len(best[0]) and chain not in best:
+            best.append(chain)
+        for a in allowed:
             if a not in chain and on[(a, chain[-1])]:
-                extend(chain + [a])
+                extend(chain + (a,))
 
-    for bottom in bottoms:
+    for bottom in allowed:
         if not any(on[(bottom, b)] for b in goal.tower if b != bottom):  # stands on no other tower object
-            extend([bottom])
+            extend((bottom,))
     return best
 
 

@@ -9,7 +9,7 @@ from monologue_llm.base import InvalidOutputError, normalize_scores
 
 from .calibration import calibrated_score
 from .episode import ScoredCandidate, StepRecord
-from .goal_check import Goal, check, goal_candidates, ground_goal, parse_goal
+from .goal_check import Goal, advancing, check, goal_candidates, ground_goal, parse_goal
 from .ports import SkillOption
 from .strategy import EpisodeContext
 
@@ -29,9 +29,19 @@ def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> 
         log.info("step %d: the instruction's goal (%s) holds; done", step, goal.describe())
         return StepRecord(step, (done,), done, options.normalization, 0, 0, 0.0, time.monotonic() - t0)
     admissible = [o for o in ep.ports.skills.affordances() if o.affordance > 0.0 or not options.use_affordances]
-    if status is not None and missing and options.goal_check == "affordance":
+    if status is not None and missing and options.goal_check in ("affordance", "directed"):
         placed = status.placed  # do not move what already is where the goal wants it
-        admissible = [o for o in admissible if not (o.skill == "pick_place" and o.args and o.args[0] in placed)]
+        unplaced = [o for o in admissible if not (o.skill == "pick_place" and o.args and o.args[0] in placed)]
+        if options.goal_check == "affordance":
+            admissible = unplaced
+        else:  # directed: only the moves that make the goal nearer, when there are any
+            moves = advancing(goal, status)
+            nearer = [o for o in unplaced if o.skill == "pick_place" and tuple(o.args[:2]) in moves]
+            if nearer:
+                admissible = nearer
+            else:  # e.g. the object to move next is covered: any move may uncover it (done stays withheld)
+                log.info("step %d: no admissible move brings the goal (%s) nearer; offering every move",
+                         step, goal.describe())
     texts: list[str] = []
     opts: list[SkillOption | None] = []
     for o in admissible:
