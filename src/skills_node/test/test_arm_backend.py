@@ -341,3 +341,21 @@ def test_affordances_right_after_start_up_wait_for_the_first_scene(
                             approval_timeout_s=30.0)
     never.SCENE_WAIT_S = 0.2
     assert never.affordances() == []
+
+
+def test_affordances_wait_for_an_arm_that_is_connecting(
+        backend: ArmSkillBackend, safe_arm: SafeArm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after a simulator restart its arm/command server is not discovered yet: the answer waits
+    (bounded) for the connection instead of offering nothing, which made the planner say done at once."""
+    from dataclasses import replace
+
+    real = safe_arm.status
+    connected_at = time.monotonic() + 0.3
+    monkeypatch.setattr(safe_arm, "status", lambda: real() if time.monotonic() >= connected_at
+                        else replace(real(), connected=False, detail="not discovered yet"))
+    t0 = time.monotonic()
+    offered = {(a.args, a.affordance) for a in backend.affordances()}
+    assert 0.2 < time.monotonic() - t0 < 3.0 and (("red block", "blue plate"), 1.0) in offered
+    monkeypatch.setattr(safe_arm, "status", lambda: replace(real(), connected=False, detail="gone"))
+    backend.ARM_WAIT_S = 0.2
+    assert backend.affordances() == []  # still not connected: nothing is affordable

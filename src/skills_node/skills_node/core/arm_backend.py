@@ -170,6 +170,7 @@ class ArmSkillBackend:
 
     RESTOP_PERIOD_S = 0.05  # s between repeated stop() calls after a cancel
     SCENE_WAIT_S = 5.0  # s to wait for the first scene description (start-up) before answering
+    ARM_WAIT_S = 5.0  # s to wait for a disconnected arm to connect before answering affordances
 
     def __init__(
         self,
@@ -227,7 +228,14 @@ class ArmSkillBackend:
             return []
         if not self._locator.wait_until_ready(self.SCENE_WAIT_S):  # right after start-up
             self._log.warning("no scene description within %.1f s: no pick_place is affordable", self.SCENE_WAIT_S)
-        can_move = not self._arm.estop_latched and self._arm.status().ok
+        status = self._arm.status()
+        deadline = time.monotonic() + self.ARM_WAIT_S
+        while not status.connected and not self._arm.estop_latched and time.monotonic() < deadline:
+            time.sleep(0.1)  # s; a (re)connecting arm: a restarted simulator's server not discovered yet
+            status = self._arm.status()
+        if not status.connected:
+            self._log.warning("the arm is not connected (%s): no pick_place is affordable", status.detail)
+        can_move = not self._arm.estop_latched and status.ok
         held = self._held_now() if can_move else None
         objects = self._locator.objects()
         out: list[Affordance] = []
