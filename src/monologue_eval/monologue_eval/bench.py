@@ -294,6 +294,7 @@ class SceneProbe:
             self.executor.spin_once(timeout_sec=0.1)
 
     def close(self) -> None:
+        self.executor.shutdown()  # drops spin_once's suspended wait (it holds the node's handles)
         self.node.destroy_node()
 
 

@@ -106,6 +106,7 @@ def run_episode(
             return result, list(truth[-1].objects)
         return result, list(seen[-1].objects) if seen else []
     finally:
+        executor.shutdown()  # drops spin_once's suspended wait (it holds the node's handles: destroy would hang)
         node.destroy_node()
         if own_context:
             rclpy.shutdown()

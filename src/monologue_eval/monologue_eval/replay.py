@@ -79,6 +79,7 @@ def wait_for_perception(timeout_s: float) -> bool:
             executor.spin_once(timeout_sec=0.1)
         return bool(got)
     finally:
+        executor.shutdown()  # drops spin_once's suspended wait (it holds the node's handles: destroy would hang)
         node.destroy_node()
         if own:
             rclpy.shutdown()

@@ -130,6 +130,7 @@ def latest_json(topics: Sequence[str], timeout_s: float = 5.0) -> dict[str, dict
             executor.spin_once(timeout_sec=0.05)
         return got
     finally:
+        executor.shutdown()  # drops spin_once's suspended wait (it holds the node's handles)
         node.destroy_node()
         if own_context:
             rclpy.shutdown()
