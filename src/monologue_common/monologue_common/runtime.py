@@ -11,7 +11,7 @@ from typing import Any
 
 import rclpy
 from builtin_interfaces.msg import Time
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import uninstall_signal_handlers
 from rclpy.task import Future
@@ -29,6 +29,7 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     rclpy.init(args=args)
     node: Node | None = None
+    executor: Executor | None = None
     try:
         node = factory()
         executor = MultiThreadedExecutor(num_threads=threads)
@@ -47,12 +48,39 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
         # restore the defaults so that a supervisor's SIGTERM ends a node that hangs while stopping.
         uninstall_signal_handlers()
         _report_slow_exit(STOP_REPORT_S)
+        if executor is not None:  # before destroy_node, which can hang on handles the executor still holds
+            stop_executor(executor, EXECUTOR_STOP_S)
         if node is not None:
             node.destroy_node()
         try_shutdown()
 
 
 STOP_REPORT_S = 5.0  # s: a node still stopping after this long prints its threads' stacks
+EXECUTOR_STOP_S = 2.0  # s: run_node waits this long for callbacks still running before destroying the node
+
+
+def stop_executor(executor: Executor, timeout_s: float) -> bool:
+    """Shut `executor` down before its nodes are destroyed; True if no callback is still running.
+
+    A suspended wait of the executor can hold a node's handles, and `Node.destroy_node` then busy-waits
+    for them with the GIL held (forever); `shutdown` drops that wait. Callbacks still running (worker
+    threads of a MultiThreadedExecutor) get up to `timeout_s` s to end: rclpy 7.1.5's
+    `Executor.shutdown(timeout_sec)` returns without waiting for them, so their work count is waited on
+    here too. Never raises: the node is destroyed afterwards in any case."""
+    log = logging.getLogger("runtime")
+    deadline = time.monotonic() + max(timeout_s, 0.0)
+    try:
+        finished = executor.shutdown(timeout_sec=max(timeout_s, 0.0))
+        tracker = getattr(executor, "_work_tracker", None)  # rclpy's count of the callbacks running now
+        if finished and tracker is not None:
+            finished = bool(tracker.wait(max(deadline - time.monotonic(), 0.0)))
+    except Exception:  # a broken executor must not keep the node from being destroyed
+        log.exception("executor shutdown failed")
+        return False
+    if not finished:
+        log.warning("callbacks still running %.1f s after the executor's shutdown; destroying the node anyway",
+                    timeout_s)
+    return finished
 
 
 def _report_slow_exit(after_s: float) -> None:

@@ -90,3 +90,132 @@ def test_call_service_stops_on_cancel_and_wraps_exceptions() -> None:
 
     with pytest.raises(RuntimeError, match="thing failed: bad"):
         call_service(Failing(), "req", 1.0, "thing")
+
+
+class _Recorder:
+    """What run_node did, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.timeouts: list[float | None] = []  # s, given to the executor's shutdown
+
+
+def _fake_runtime(monkeypatch: pytest.MonkeyPatch, rec: _Recorder) -> type:
+    """run_node's rclpy collaborators replaced by recording fakes; returns the fake executor class."""
+    from rclpy.executors import ExternalShutdownException
+
+    from monologue_common import runtime
+
+    class FakeExecutor:
+        def __init__(self, num_threads: int | None = None) -> None:
+            rec.calls.append("executor")
+
+        def add_node(self, node: object) -> bool:
+            return True
+
+        def spin(self) -> None:
+            rec.calls.append("spin")
+            raise ExternalShutdownException()  # the context was shut down (Ctrl-C)
+
+        def shutdown(self, timeout_sec: float | None = None) -> bool:
+            rec.calls.append("shutdown")
+            rec.timeouts.append(timeout_sec)
+            return True
+
+    monkeypatch.setattr(runtime, "MultiThreadedExecutor", FakeExecutor)
+    monkeypatch.setattr(runtime.rclpy, "init", lambda args=None: rec.calls.append("init"))
+    monkeypatch.setattr(runtime.faulthandler, "register", lambda *a, **k: None)
+    monkeypatch.setattr(runtime, "uninstall_signal_handlers", lambda: rec.calls.append("uninstall_signal_handlers"))
+    monkeypatch.setattr(runtime, "_report_slow_exit", lambda _s: rec.calls.append("report_slow_exit"))
+    monkeypatch.setattr(runtime, "try_shutdown", lambda: rec.calls.append("try_shutdown"))
+    return FakeExecutor
+
+
+class _FakeNode:
+    def __init__(self, rec: _Recorder) -> None:
+        self.rec = rec
+
+    def destroy_node(self) -> None:
+        self.rec.calls.append("destroy_node")
+
+
+def test_run_node_shuts_the_executor_down_before_destroying_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    from monologue_common import runtime
+
+    rec = _Recorder()
+    _fake_runtime(monkeypatch, rec)
+    runtime.run_node(lambda: _FakeNode(rec), threads=2)  # type: ignore[arg-type,return-value]
+    assert rec.calls == ["init", "executor", "spin", "uninstall_signal_handlers", "report_slow_exit",
+                         "shutdown", "destroy_node", "try_shutdown"]
+    assert rec.timeouts and all(t is not None and 0.0 < t < 60.0 for t in rec.timeouts)  # a bounded wait
+
+
+def test_run_node_without_a_node_still_shuts_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    from monologue_common import runtime
+
+    rec = _Recorder()
+    _fake_runtime(monkeypatch, rec)
+
+    def broken() -> object:
+        raise KeyboardInterrupt
+
+    runtime.run_node(broken)  # type: ignore[arg-type]
+    assert rec.calls == ["init", "uninstall_signal_handlers", "report_slow_exit", "try_shutdown"]
+
+
+def test_stop_executor_never_raises_and_reports_running_callbacks(caplog: pytest.LogCaptureFixture) -> None:
+    from monologue_common.runtime import stop_executor
+
+    class Broken:
+        def shutdown(self, timeout_sec: float | None = None) -> bool:
+            raise RuntimeError("broken")
+
+    class Busy:
+        def shutdown(self, timeout_sec: float | None = None) -> bool:
+            return False  # a callback still runs after timeout_sec
+
+    assert stop_executor(Broken(), 0.01) is False  # type: ignore[arg-type]
+    assert stop_executor(Busy(), 0.01) is False  # type: ignore[arg-type]
+    assert "callbacks still running" in caplog.text
+
+
+@pytest.mark.parametrize("kind", ("single", "multi"))
+def test_stop_executor_waits_bounded_for_a_running_callback(kind: str) -> None:
+    """Real executors: a callback still running makes stop_executor wait at most its timeout; once it
+    has ended, the executor stops and the node is destroyed."""
+    import os
+    import random
+
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
+    from monologue_common.runtime import stop_executor
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=random.Random(os.getpid()).randrange(200, 230))
+    try:
+        node = rclpy.create_node("stop_executor_test", context=ctx)
+        started, release = threading.Event(), threading.Event()
+
+        def tick() -> None:
+            started.set()
+            release.wait(5.0)  # s
+
+        node.create_timer(0.01, tick)
+        executor = (MultiThreadedExecutor(num_threads=2, context=ctx) if kind == "multi"
+                    else SingleThreadedExecutor(context=ctx))
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        assert started.wait(5.0)
+        if kind == "multi":  # the callback runs in a worker thread: bounded wait, then False
+            t0 = time.monotonic()
+            assert stop_executor(executor, 0.1) is False
+            assert time.monotonic() - t0 < 2.0
+        release.set()
+        assert stop_executor(executor, 5.0) is True
+        spinner.join(5.0)
+        assert not spinner.is_alive()
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=ctx)
