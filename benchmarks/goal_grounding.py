@@ -1,78 +1,115 @@
-"""How the LLM goal grounding (`planner.scoring.goal_grounding: llm | llm_named`) reads the paraphrase list.
+"""How the planner's goal grounding (`planner.scoring.goal_grounding`) reads a list of wordings.
 
-    . scripts/env.sh && nice python -m benchmarks.goal_grounding [--threads 1]
+    . scripts/env.sh && nice python -m benchmarks.goal_grounding [--wordings dev|heldout|original]
+                                                                  [--scenes 3] [--threads 1]
 
-For every text of config/benchmarks/wordings.yaml (slots filled with one scene's names) it scores the
-goals the planner would offer (core/goal_check.goal_candidates, the im_sim_object_success profile's
-goal prompt) with the embedded model and prints what five rules choose: `raw` (`llm`: the highest sum
-of log-probabilities, "Something else." included), `mean` (the best goal when its mean log-probability
-per token beats "Something else."'s), `first1` and `first2` (two stages: the kind of goal by the
-log-probability of the first one or two tokens, which every goal of a kind shares, then the highest
-sum within that kind), and `named` (`llm_named`: the highest sum among goal_check.named_goals, the
-goals over the scene names the text mentions). A text of a relational family (different corners,
-matching or mismatched bowls) is right when read as no goal. Prints numbers; asserts nothing.
+For every text of the list (`dev`: config/benchmarks/wordings_dev.yaml, the list to choose a method on;
+`heldout`: config/benchmarks/wordings.yaml, the benchmark's paraphrase column; `original`: IM Table 1's
+wordings) on the first `--scenes` scenes of its task family (monologue_domain.tasks.sample_task), it reads
+the goal as the planner would: the parser first, and when it reads nothing, core/goal_check.ground_goal
+over goal_candidates() of the scene's pick-and-place pairs with the im_sim_object_success profile's goal
+prompt and the embedded model, under each grounding rule: `llm`, `llm_named`, `llm_named_calibrated`.
+A goal is right when it has the facts (or the tower) the family's reward asks for; a relational family
+(different corners, matching or mismatched bowls) is right when read as no goal. Prints numbers per family
+and rule; asserts nothing.
 """
 from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
 from monologue_domain.tabletop import LOCATIONS
+from monologue_domain.tasks import FAMILIES, TaskInstance, reword, sample_task
 from monologue_llm.llama_cpp_backend import LlamaCppBackend
 from monologue_llm.model_files import embedded_model_path
-from planner_node.core.goal_check import NO_GOAL, goal_candidates, named_goals
-from planner_node.core.prompts import load_profile
+from planner_node.core.goal_check import NO_GOAL, Goal, goal_candidates, ground_goal, parse_goal
+from planner_node.core.goal_examples import GOAL_EXAMPLES_K, goal_head, retrieve
+from planner_node.core.prompts import PromptProfile, load_profile
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCKS = ("red block", "green block", "blue block")
-BOWLS = ("yellow bowl", "blue bowl", "red bowl")
-SLOTS = {"block": "red block", "target": "blue bowl", "prep": "in", "location": "middle", "bowl": "blue bowl"}
-WANT = {"pick_place": "Pick the red block and place it in the blue bowl.", "stack": "Stack every block.",
-        "blocks_to_location": "Pick every block and place it on the middle.",
-        "blocks_to_bowl": "Pick every block and place it in the blue bowl.",
-        "stack_on_location": "Stack every block on the middle.", "different_corners": NO_GOAL,
-        "matching_bowls": NO_GOAL, "mismatched_bowls": NO_GOAL}
+LISTS = {"dev": REPO / "config" / "benchmarks" / "wordings_dev.yaml",
+         "heldout": REPO / "config" / "benchmarks" / "wordings.yaml"}
+RULES = ("llm", "llm_named", "llm_named_calibrated", "llm_named_retrieved")
+
+
+def categories(task: TaskInstance) -> dict[str, str]:
+    return {**{b: "block" for b in task.scene.blocks}, **{b: "bowl" for b in task.scene.bowls},
+            **{n: "location" for n in LOCATIONS}}
+
+
+def wanted(task: TaskInstance, cands: list[str], profile: PromptProfile, cats: Mapping[str, str]) -> str:
+    """The goal text (one of `cands`) the family's reward asks for; NO_GOAL for a relational family."""
+    s = task.slots
+    if task.family == "pick_place":
+        return profile.skill_text("pick_place", (s["block"], s["target"]), cats)
+    if task.family == "stack":
+        return "Stack every block."
+    if task.family == "stack_on_location":
+        return f"Stack every block on the {s['location']}."
+    if task.family in ("blocks_to_location", "blocks_to_bowl"):
+        target = s.get("location") or s["bowl"]
+        return next(c for c in cands if c.startswith("Pick every block") and c.endswith(f"the {target}."))
+    return NO_GOAL
+
+
+def same(a: Goal, b: Goal) -> bool:
+    return set(a.facts) == set(b.facts) and set(a.tower) == set(b.tower) and a.base == b.base
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--wordings", choices=("dev", "heldout", "original"), default="dev")
+    ap.add_argument("--scenes", type=int, default=3, help="scenes per family and wording (default 3)")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1)")
     ns = ap.parse_args()
     profile = load_profile(REPO / "config" / "prompts", "im_sim_object_success")
-    cats = {**{b: "block" for b in BLOCKS}, **{b: "bowl" for b in BOWLS}, **{n: "location" for n in LOCATIONS}}
-    pairs = [(b, t) for b in BLOCKS for t in cats if t != b]
-    cands = goal_candidates(pairs, cats, lambda o, t: profile.skill_text("pick_place", (o, t), cats))
-    none = cands.index(NO_GOAL)
-    wordings = yaml.safe_load((REPO / "config" / "benchmarks" / "wordings.yaml").read_text(encoding="utf-8"))
+    texts: dict[str, list[str | None]] = (
+        {f: [None] for f in FAMILIES} if ns.wordings == "original"
+        else yaml.safe_load(LISTS[ns.wordings].read_text(encoding="utf-8")))
     llm = LlamaCppBackend(embedded_model_path(), n_ctx=2048, n_threads=ns.threads, logger=logging.getLogger("llm"))
-    tally = {r: [0, 0, 0] for r in ("raw", "mean", "first1", "first2", "named")}  # right, wrong goal, missed goal
-    for family, texts in wordings.items():
-        for text in texts:
-            instruction = text.format(**SLOTS)
-            prompt = f"{profile.goal_prompt.rstrip()}\nInstruction: {instruction}\nGoal:"
-            scores = llm.score(prompt, [" " + c for c in cands]).scores
-            lp = [s.logprob for s in scores]
-            per_token = [s.logprob / max(1, len(s.token_logprobs)) for s in scores]
-            best_goal = max((i for i in range(len(cands)) if i != none), key=lambda i: lp[i])
-            picks = {"raw": cands[max(range(len(cands)), key=lambda i: lp[i])],
-                     "mean": cands[best_goal] if per_token[best_goal] > per_token[none] else NO_GOAL}
-            for k in (1, 2):
-                head = [tuple(llm.tokenize(prompt + " " + c))[:len(llm.tokenize(prompt)) + k] for c in cands]
-                kind = {h: sum(scores[i].token_logprobs[:k]) for i, h in enumerate(head)}
-                top = max(kind, key=lambda h: kind[h])
-                picks[f"first{k}"] = cands[max((i for i in range(len(cands)) if head[i] == top), key=lambda i: lp[i])]
-            named = [cands.index(c) for c in named_goals(instruction, cands, cats)]
-            picks["named"] = cands[max(named, key=lambda i: lp[i])]
-            for rule, pick in picks.items():
-                tally[rule][0 if pick == WANT[family] else 2 if pick == NO_GOAL else 1] += 1
-            print(f"{family:18s} {instruction[:40]:40s} raw: {picks['raw']:50s} named: {picks['named']}", flush=True)
+    total = {r: [0, 0] for r in RULES}
+    for family, wordings in texts.items():
+        right = {r: 0 for r in RULES}
+        n = 0
+        for wording in wordings:
+            for seed in range(ns.scenes):
+                task = sample_task(family, seed)
+                if wording is not None:
+                    task = reword(task, wording)
+                cats = categories(task)
+                pairs = [(b, t) for b in task.scene.blocks for t in cats if t != b]
+                cands = goal_candidates(pairs, cats, lambda o, t: profile.skill_text("pick_place", (o, t), cats))
+                want = wanted(task, cands, profile, cats)
+                want_goal = Goal() if want == NO_GOAL else parse_goal(want, cats)
+                parsed = parse_goal(task.instruction, cats)
+                n += 1
+                line = []
+                for rule in RULES:
+                    if parsed:
+                        goal, text = parsed, "(parser)"
+                    else:
+                        head = profile.goal_prompt
+                        if rule == "llm_named_retrieved" and profile.goal_examples is not None:
+                            head = goal_head(profile.goal_examples,
+                                             retrieve(profile.goal_examples, task.instruction, cats, GOAL_EXAMPLES_K))
+                        goal, text, _ = ground_goal(llm, head, task.instruction, cands, cats,
+                                                    named=rule.startswith("llm_named"),
+                                                    calibrated=rule == "llm_named_calibrated")
+                    ok = same(goal, want_goal)
+                    right[rule] += ok
+                    line.append(f"{'+' if ok else '-'}{text[:34]}")
+                print(f"{family:18s} {task.instruction[:44]:44s} " + " | ".join(line), flush=True)
+        print(f"== {family}: " + ", ".join(f"{r} {right[r]}/{n}" for r in RULES), flush=True)
+        for r in RULES:
+            total[r][0] += right[r]
+            total[r][1] += n
     llm.close()
-    n = sum(len(t) for t in wordings.values())
-    for rule, (right, wrong, missed) in tally.items():
-        print(f"{rule}: {right}/{n} right, {wrong} wrong goals, {missed} no goal where one was meant")
+    for r, (k, n) in total.items():
+        print(f"{ns.wordings} {r}: {k}/{n} right")
 
 
 if __name__ == "__main__":

@@ -26,13 +26,21 @@ def test_every_family_has_wordings_that_fill_from_its_slots() -> None:
             assert all(v in new.instruction for k, v in task.slots.items() if f"{{{k}}}" in t)
 
 
-def test_no_prompt_contains_a_benchmark_wording_verbatim() -> None:
-    w = load_wordings(wordings_path(), FAMILY_SLOTS)
+@pytest.mark.parametrize("name", ["wordings.yaml", "wordings_dev.yaml"])
+def test_no_prompt_contains_a_benchmark_or_development_wording_verbatim(name: str) -> None:
+    w = load_wordings(CONFIG / "benchmarks" / name, FAMILY_SLOTS)
     prompts = "\n".join(p.read_text(encoding="utf-8") for p in (CONFIG / "prompts").rglob("*") if p.is_file())
     for family, texts in w.items():
         for t in texts:
             fixed = t.split("{")[0].strip()  # the text up to the first slot
             assert len(fixed) < 12 or fixed not in prompts, (family, t)
+
+
+def test_the_development_list_shares_no_text_with_the_held_out_list() -> None:
+    held_out = load_wordings(wordings_path(), FAMILY_SLOTS)
+    dev = load_wordings(CONFIG / "benchmarks" / "wordings_dev.yaml", FAMILY_SLOTS)
+    assert set(dev) == set(held_out)
+    assert not {t for ts in dev.values() for t in ts} & {t for ts in held_out.values() for t in ts}
 
 
 def test_bad_lists_are_refused_with_the_file_named(tmp_path: Path) -> None:

@@ -58,6 +58,8 @@ def test_stacking_every_object_of_a_category_parses_to_a_tower(instruction: str,
     "Put the red and green blocks in the blue bowl.",          # a subset the grammar does not name
     "Put the red block in the blue bowl and the green block in the yellow bowl.",  # two targets
     "Put the red block in the blue bowl and then stack the rest.",  # another clause after the target
+    "Put the red block next to the blue bowl.",                # beside the target is not in/on it
+    "move every block close to the top left corner",
     "把所有方块放进蓝色的碗里。",                                  # not the planner's language: no facts, no rule
     "Put the purple block in the blue bowl.",                 # no such object: no subject
     "Stack all the blocks at the left side.",                 # a named place it cannot read is not "anywhere"

@@ -10,7 +10,7 @@ from monologue_domain.transcript import EventKind
 from .episode import PlanningFailed, ScoredCandidate, StepRecord
 from .parsing import parse_action
 from .prompts import PromptProfile
-from .scoring import score_step
+from .scoring import admissible_moves, score_step
 from .strategy import EpisodeContext
 
 
@@ -24,8 +24,7 @@ def generate_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) 
     """
     options, profile, log, transcript = ep.options, ep.profile, ep.log, ep.transcript
     t0 = time.monotonic()
-    options_by_call = {(o.skill, o.args): o for o in ep.ports.skills.affordances()
-                       if o.affordance > 0.0 or not options.use_affordances}
+    options_by_call = {(o.skill, o.args): o for o in admissible_moves(ep, step)}  # none: PlanningFailed
     templates = {k: v.template for k, v in profile.skills.items()}
     prompt = profile.prompt(transcript.prompt_events())
     action_prefix = profile.lead + profile.formats["action"].split("{action}", 1)[0]

@@ -36,11 +36,16 @@ class GoalScorer(Protocol):
 
 GOAL_CHECKS = ("off", "stop", "affordance", "directed")
 # llm: when the parser reads nothing, the LLM picks the goal by scoring; llm_named: among the goals over the
-# scene names the instruction mentions (named_goals)
-GOAL_GROUNDINGS = ("parser", "llm", "llm_named")
+# scene names the instruction mentions (named_goals); llm_named_calibrated: the same, each goal's score minus
+# its score for the content-free instruction "N/A" (what the model thinks of the goal whatever was said);
+# llm_named_retrieved: llm_named with the prompt profile's goal examples most similar to the instruction
+# (core/goal_examples.py) instead of its fixed goal prompt
+GOAL_GROUNDINGS = ("parser", "llm", "llm_named", "llm_named_calibrated", "llm_named_retrieved")
+CONTENT_FREE = "N/A"
 NO_GOAL = "Something else."
 
-_RELATION = r"(?:on top of|into|inside|onto|in|on|to)"
+# "to" but not "next to", "close to", "near to", "adjacent to": beside the target is not in/on it
+_RELATION = r"(?:on top of|into|inside|onto|in|on|(?<!next )(?<!close )(?<!near )(?<!adjacent )to)"
 _QUANTIFIED = r"(?:all|every|each|both)"
 _EXCLUDING = re.compile(r"\b(?:except|but|other than|not|no|without|only|apart from|besides)\b")
 
@@ -238,17 +243,27 @@ def named_goals(instruction: str, candidates: Sequence[str], categories: Mapping
     return [c for c in candidates if c == NO_GOAL or kept.get(c) == 0]
 
 
+def goal_prompt(head: str, instruction: str) -> str:
+    return f"{head.rstrip()}\nInstruction: {' '.join(instruction.split())}\nGoal:"
+
+
 def ground_goal(llm: GoalScorer, head: str, instruction: str, candidates: Sequence[str],
-                categories: Mapping[str, str], named: bool = False) -> tuple[Goal, str, int]:
+                categories: Mapping[str, str], named: bool = False,
+                calibrated: bool = False) -> tuple[Goal, str, int]:
     """The goal the LLM ranks first for `instruction` among `candidates` (raw sum of log-probabilities,
     after `head`'s examples), or among named_goals() of them (`named`), as parse_goal reads it; NO_GOAL
-    reads as no goal. Returns (goal, text, number of goals ranked)."""
+    reads as no goal. `calibrated`: each sum minus the goal's sum for the content-free instruction "N/A"
+    (pointwise mutual information with the instruction; one more scoring call). Returns (goal, text,
+    number of goals ranked)."""
     if named:
         candidates = named_goals(instruction, candidates, categories)
     if len(candidates) == 1:
         text = candidates[0]
     else:
-        prompt = f"{head.rstrip()}\nInstruction: {' '.join(instruction.split())}\nGoal:"
-        result = llm.score(prompt, [" " + c for c in candidates])
-        text = candidates[max(range(len(candidates)), key=lambda i: float(result.scores[i].logprob))]
+        padded = [" " + c for c in candidates]
+        lp = [float(s.logprob) for s in llm.score(goal_prompt(head, instruction), padded).scores]
+        if calibrated:
+            prior = llm.score(goal_prompt(head, CONTENT_FREE), padded).scores
+            lp = [v - float(s.logprob) for v, s in zip(lp, prior)]
+        text = candidates[max(range(len(candidates)), key=lambda i: lp[i])]
     return (Goal() if text == NO_GOAL else parse_goal(text, categories)), text, len(candidates)

@@ -123,6 +123,8 @@ def run_closed_loop(ep: EpisodeContext, choose: StepChooser) -> EpisodeResult:
         return finish(transcript, EpisodeError.MAX_STEPS_REACHED, f"reached the step cap of {options.max_steps}",
                       executed, steps)
     except PlanningFailed as e:
+        if ep.cancel.is_set():  # e.g. cancelled while waiting for the robot to offer a move
+            return finish(transcript, EpisodeError.CANCELED, "cancelled", executed, steps)
         return finish(transcript, EpisodeError.PLANNING_FAILED, str(e), executed, steps)
     except LLMError as e:
         ep.log.error("LLM failed: %s", e)

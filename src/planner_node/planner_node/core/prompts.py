@@ -15,6 +15,8 @@ import yaml
 
 from monologue_domain.transcript import Event, EventKind
 
+from .goal_examples import GoalExamples, load_goal_examples
+
 _REQUIRED_FORMATS = ("instruction", "action", "done")
 
 
@@ -56,6 +58,7 @@ class PromptProfile:
     instruction_period: bool = True  # end instructions with "." (Listing 1 does; Listings 2-4 do not)
     articles: bool = False  # color_groups: "an orange block and a red bowl" (format without its own "a")
     goal_prompt: str = ""  # few-shot head that maps an instruction to its goal (scoring.goal_grounding: llm)
+    goal_examples: GoalExamples | None = None  # library of the goal_grounding llm_named_retrieved
 
     # ---- events ----------------------------------------------------------------------------
     def instruction(self, text: str) -> str:
@@ -238,6 +241,9 @@ def load_profile(prompt_dir: Path, name: str) -> PromptProfile:
         raise ValueError(f"{path}: formats lack {missing}")
     preamble = _text_file(path, raw, "preamble_file")
     goal_prompt = _text_file(path, raw, "goal_prompt_file")
+    goal_examples = None
+    if raw.get("goal_examples_file"):
+        goal_examples = load_goal_examples(path.parent / str(raw["goal_examples_file"]))
     try:
         skills = {
             str(k): SkillTemplate(str(v["template"]), dict(v.get("prepositions") or {}))
@@ -262,6 +268,7 @@ def load_profile(prompt_dir: Path, name: str) -> PromptProfile:
         articles=bool(raw.get("articles", False)),
         instruction_period=bool(raw.get("instruction_period", True)),
         goal_prompt=goal_prompt,
+        goal_examples=goal_examples,
     )
 
 

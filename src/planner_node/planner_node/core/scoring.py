@@ -8,12 +8,45 @@ from collections.abc import Mapping
 from monologue_llm.base import InvalidOutputError, normalize_scores
 
 from .calibration import calibrated_score
-from .episode import ScoredCandidate, StepRecord
+from .episode import PlanningFailed, ScoredCandidate, StepRecord
 from .goal_check import Goal, advancing, check, goal_candidates, ground_goal, parse_goal
+from .goal_examples import GOAL_EXAMPLES_K, goal_head, retrieve
 from .ports import SkillOption
 from .strategy import EpisodeContext
 
 DONE_AFFORDANCE = 0.1  # SayCan's fixed affordance of the terminate skill (SC:L440)
+# When the robot offers no move at all (e.g. after a simulator restart its arm is not connected yet),
+# the skills are asked again every NO_MOVES_POLL_S s for up to NO_MOVES_WAIT_S s before the episode
+# fails (PLANNING_FAILED): a robot that can do nothing has not done the task. Read at call time.
+NO_MOVES_WAIT_S = 5.0  # s
+NO_MOVES_POLL_S = 0.25  # s
+
+
+def admissible_moves(ep: EpisodeContext, step: int) -> list[SkillOption]:
+    """The skill instances the robot offers for step `step`: affordance > 0 (every one without
+    affordances). If it offers none, re-ask for a bounded time; raise PlanningFailed if still none."""
+    def query() -> list[SkillOption]:
+        return [o for o in ep.ports.skills.affordances() if o.affordance > 0.0 or not ep.options.use_affordances]
+
+    moves = query()
+    if moves:
+        return moves
+    wait_s, poll_s = NO_MOVES_WAIT_S, NO_MOVES_POLL_S
+    ep.log.warning("step %d: the robot offers no admissible move; asking again for up to %.1f s", step, wait_s)
+    t0 = time.monotonic()
+    deadline = t0 + wait_s
+    while not moves:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0.0:
+            break
+        if ep.cancel.wait(min(poll_s, remaining)):  # a cancel ends the wait (the loop reports CANCELED)
+            raise PlanningFailed(f"cancelled while waiting for the robot to offer a move at step {step}")
+        moves = query()
+    if not moves:
+        raise PlanningFailed(f"the robot offers no admissible move at step {step} (every skill's affordance "
+                             f"is 0 or none is listed) after {wait_s:.1f} s; is the arm connected?")
+    ep.log.info("step %d: the robot offers %d moves after %.2f s", step, len(moves), time.monotonic() - t0)
+    return moves
 
 
 def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> StepRecord:
@@ -28,7 +61,7 @@ def score_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> 
         done = ScoredCandidate(profile.done_line, None, 0.0, 1.0, 1.0, 1.0)
         log.info("step %d: the instruction's goal (%s) holds; done", step, goal.describe())
         return StepRecord(step, (done,), done, options.normalization, 0, 0, 0.0, time.monotonic() - t0)
-    admissible = [o for o in ep.ports.skills.affordances() if o.affordance > 0.0 or not options.use_affordances]
+    admissible = admissible_moves(ep, step)  # none offered: PlanningFailed, never the done line
     if status is not None and missing and options.goal_check in ("affordance", "directed"):
         placed = status.placed  # do not move what already is where the goal wants it
         unplaced = [o for o in admissible if not (o.skill == "pick_place" and o.args and o.args[0] in placed)]
@@ -99,17 +132,26 @@ def _goal(ep: EpisodeContext, categories: Mapping[str, str]) -> Goal:
     if isinstance(cached, Goal):
         return cached
     goal = parse_goal(ep.instruction, categories)
-    if not goal and ep.options.goal_grounding != "parser":
-        if not ep.profile.goal_prompt:
-            ep.log.warning("scoring.goal_grounding %s: prompt profile %s has no goal_prompt_file; "
-                           "the parser alone reads the goal", ep.options.goal_grounding, ep.profile.name)
+    grounding = ep.options.goal_grounding
+    if not goal and grounding != "parser":
+        examples = ep.profile.goal_examples
+        head = ep.profile.goal_prompt
+        if grounding == "llm_named_retrieved" and examples is not None:
+            head = goal_head(examples, retrieve(examples, ep.instruction, categories, GOAL_EXAMPLES_K))
+        elif grounding == "llm_named_retrieved":
+            head = ""
+        if not head:
+            ep.log.warning("scoring.goal_grounding %s: prompt profile %s has no %s; the parser alone reads "
+                           "the goal", grounding, ep.profile.name,
+                           "goal_examples_file" if grounding == "llm_named_retrieved" else "goal_prompt_file")
         else:
             pairs = [(o.args[0], o.args[1]) for o in ep.ports.skills.affordances()
                      if o.skill == "pick_place" and len(o.args) == 2]
             candidates = goal_candidates(
                 pairs, categories, lambda obj, target: ep.profile.skill_text("pick_place", (obj, target), categories))
-            goal, text, ranked = ground_goal(ep.llm, ep.profile.goal_prompt, ep.instruction, candidates, categories,
-                                             named=ep.options.goal_grounding == "llm_named")
+            goal, text, ranked = ground_goal(ep.llm, head, ep.instruction, candidates, categories,
+                                             named=grounding.startswith("llm_named"),
+                                             calibrated=grounding == "llm_named_calibrated")
             ep.log.info("goal grounding: %r read as %r (%s) among %d of %d goals", ep.instruction, text,
                         goal.describe() if goal else "no goal", ranked, len(candidates))
     ep.memo[key] = goal
