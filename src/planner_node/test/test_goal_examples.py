@@ -123,3 +123,18 @@ def test_retrieved_grounding_puts_the_nearest_library_examples_in_the_goal_promp
     nearest = retrieve(PROFILE.goal_examples, text, names, 1)[0]
     assert nearest[1] == "Stack every block." and prompt.endswith(f"Goal: {nearest[1]}\nInstruction: {text}\nGoal:")
     assert res.success and is_stack(state_from_objects(world.snapshot()), ["red block", "green block", "blue block"])
+
+
+def test_no_library_instruction_is_an_im_table1_wording() -> None:
+    from monologue_domain.tasks import FAMILIES, sample_task
+
+    lib = PROFILE.goal_examples
+    assert lib is not None
+    instructions = [i.lower() for i, _ in lib.examples]
+    for family in FAMILIES:
+        for seed in range(10):
+            task = sample_task(family, seed)
+            text = task.instruction.lower()
+            cut = min([text.find(v.lower()) for v in task.slots.values() if v.lower() in text] or [len(text)])
+            fixed = text[:cut].strip()  # the wording up to its first slot
+            assert text not in instructions and (len(fixed) < 12 or not any(i.startswith(fixed) for i in instructions))
