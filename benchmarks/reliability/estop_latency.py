@@ -86,7 +86,7 @@ class _Probe:
     def __init__(self) -> None:
         import rclpy
         from rclpy.action.client import ActionClient
-        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Bool
@@ -98,7 +98,8 @@ class _Probe:
 
         rclpy.init(args=[])
         self.node = rclpy.create_node(f"estop_probe_{os.getpid()}")
-        self.executor = MultiThreadedExecutor(num_threads=2)
+        # one thread: goals are sent on it (_on_executor), so no response is handled while one is being sent
+        self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self.status: list[Any] = []
         self.joints: list[tuple[float, float]] = []  # (stamp s, max |commanded velocity| rad/s)
@@ -141,14 +142,23 @@ class _Probe:
                                            size=Vector3(x=size, y=size, z=size), segmentation_id=-1))
         self.scene_pub.publish(msg)
 
+    def _on_executor(self, fn: Callable[[], Any]) -> Any:
+        """`fn()` run on the executor's thread. rclpy 7.1.5's ActionClient registers a request's future only
+        after sending the request (no lock): a response handled on another thread in between is dropped
+        ("Ignoring unexpected goal response") and the future never completes."""
+        task = self.executor.create_task(fn)
+        _wait("the executor to send a request", task.done, 10.0)
+        return task.result()
+
     def start_skill(self, skill: str, *args: str) -> Any:
         """Send an ExecuteSkill goal; returns the result future."""
-        future = self.skill.send_goal_async(self.ExecuteSkill.Goal(skill=skill, args=list(args)))
+        goal = self.ExecuteSkill.Goal(skill=skill, args=list(args))
+        future = self._on_executor(lambda: self.skill.send_goal_async(goal))
         _wait("skill goal acceptance", future.done, 10.0)
         handle = future.result()
         if handle is None or not handle.accepted:
             raise RuntimeError(f"{skill} was not accepted")
-        return handle.get_result_async()
+        return self._on_executor(handle.get_result_async)
 
     def run_skill(self, skill: str, *args: str) -> Any:
         result = self.start_skill(skill, *args)
