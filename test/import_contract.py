@@ -31,7 +31,8 @@ PROJECT = NODES | LIBRARIES | TOOLS | INTERFACES
 ROS_CLIENT = ("rclpy",)
 # Library modules that are rclpy adapters by design (node entry point, QoS, parameter declaration).
 BENCHMARKS = "monologue_eval.benchmarks"
-RCLPY_ADAPTERS = frozenset({"monologue_common.runtime", "monologue_common.qos", "monologue_common.params"})
+RCLPY_ADAPTERS = frozenset({"monologue_common.runtime", "monologue_common.qos", "monologue_common.params",
+                            "monologue_common.actions"})
 
 
 @dataclass(frozen=True)

@@ -44,10 +44,10 @@ class _Skills:
 
     def __init__(self) -> None:
         import rclpy
-        from rclpy.action.client import ActionClient
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.utilities import ok
 
+        from monologue_common.actions import ActionClient
         from monologue_interfaces.action import ExecuteSkill
 
         self._own = not ok()

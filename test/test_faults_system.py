@@ -174,11 +174,11 @@ class Probe:
     def __init__(self) -> None:
         import rclpy
         from action_msgs.msg import GoalStatusArray
-        from rclpy.action import ActionClient
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.qos import qos_profile_action_status_default
         from std_msgs.msg import String
 
+        from monologue_common.actions import ActionClient
         from monologue_common.qos import LATCHED
         from monologue_interfaces.action import ExecuteInstruction
         from monologue_interfaces.msg import SceneDescription

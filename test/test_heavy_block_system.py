@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from monologue_common.actions import ActionClient
 from monologue_interfaces.action import ExecuteInstruction
 from monologue_interfaces.msg import HumanInput, SceneDescription, TranscriptEvent
 

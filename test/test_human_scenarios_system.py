@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 import rclpy
-from rclpy.action import ActionClient, ActionServer
+from rclpy.action import ActionServer
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from monologue_common.actions import ActionClient
 from monologue_interfaces.action import AskHuman, ExecuteInstruction
 from monologue_interfaces.msg import HumanInput, SceneDescription, TranscriptEvent
 

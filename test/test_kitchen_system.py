@@ -57,10 +57,10 @@ def kitchen_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> 
 def _call_skills(skill: str, args: list[str]) -> tuple[Any, Any]:
     """One ExecuteSkill goal and one GetAffordances call to the running skills node (result, affordances)."""
     import rclpy
-    from rclpy.action.client import ActionClient
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.utilities import ok
 
+    from monologue_common.actions import ActionClient
     from monologue_interfaces.action import ExecuteSkill
     from monologue_interfaces.srv import GetAffordances
 

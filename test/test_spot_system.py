@@ -52,11 +52,11 @@ class Probe:
 
     def __init__(self, world: Any, domain_id: int | None = None) -> None:
         import rclpy
-        from rclpy.action import ActionClient
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.node import Node
         from std_msgs.msg import Bool
 
+        from monologue_common.actions import ActionClient
         from monologue_common.qos import LATCHED
         from monologue_interfaces.action import ExecuteSkill
         from monologue_interfaces.msg import RobotStatus, SceneDescription

@@ -18,7 +18,6 @@ import pytest
 import rclpy
 from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped
-from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -26,6 +25,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Bool
 from tf2_msgs.msg import TFMessage
 
+from monologue_common.actions import ActionClient
 from monologue_interfaces.action import ArmCommand
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DisturbSim, ResetSim

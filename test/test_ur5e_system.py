@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import rclpy
 from geometry_msgs.msg import PoseStamped, Vector3
-from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import Bool
 
+from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import RobotStatus, SceneDescription, SceneObject

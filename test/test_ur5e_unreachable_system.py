@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 
+from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import RobotStatus

@@ -149,10 +149,10 @@ class _TestNode:
 
     def __init__(self) -> None:
         import rclpy
-        from rclpy.action import ActionClient
         from rclpy.executors import SingleThreadedExecutor
         from sensor_msgs.msg import Image
 
+        from monologue_common.actions import ActionClient
         from monologue_common.qos import LATCHED
         from monologue_interfaces.action import ExecuteSkill
         from monologue_interfaces.msg import SceneDescription

@@ -85,12 +85,12 @@ class _Probe:
 
     def __init__(self) -> None:
         import rclpy
-        from rclpy.action.client import ActionClient
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Bool
 
+        from monologue_common.actions import ActionClient
         from monologue_common.qos import LATCHED
         from monologue_interfaces.action import ExecuteSkill
         from monologue_interfaces.msg import RobotStatus, SceneDescription

@@ -34,7 +34,7 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
         node = factory()
         executor = MultiThreadedExecutor(num_threads=threads)
         executor.add_node(node)
-        executor.spin()
+        spin_until_shutdown(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
@@ -53,6 +53,36 @@ def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | No
         if node is not None:
             node.destroy_node()
         try_shutdown()
+
+
+SHUTDOWN_POLL_S = 0.1  # s: how often spin_until_shutdown checks the context
+
+
+def spin_until_shutdown(executor: Executor, poll_s: float = SHUTDOWN_POLL_S) -> None:
+    """`executor.spin()` that also ends when the context is shut down while the executor waits.
+
+    rclpy's signal thread triggers the executors' guard conditions *before* it shuts the contexts
+    down, and without the Python on-shutdown callbacks that would wake them. An executor that wakes in
+    between sees a valid context, waits again with no timeout, and a node with no timer and no traffic
+    never stops (a RealSense bag player ignored SIGTERM this way). A watcher thread wakes the executor
+    every `poll_s` s once the context is no longer ok."""
+    stopped = threading.Event()
+
+    def watch() -> None:
+        while not stopped.wait(poll_s):
+            if not executor.context.ok():
+                try:
+                    executor.wake()
+                except Exception:  # the executor is being shut down: it is leaving spin anyway
+                    pass
+
+    watcher = threading.Thread(target=watch, name="shutdown-watch", daemon=True)
+    watcher.start()
+    try:
+        executor.spin()
+    finally:
+        stopped.set()
+        watcher.join()
 
 
 STOP_REPORT_S = 5.0  # s: a node still stopping after this long prints its threads' stacks

@@ -113,6 +113,10 @@ def _fake_runtime(monkeypatch: pytest.MonkeyPatch, rec: _Recorder) -> type:
         def add_node(self, node: object) -> bool:
             return True
 
+        @property
+        def context(self) -> object:
+            return type("Ctx", (), {"ok": lambda _self: True})()
+
         def spin(self) -> None:
             rec.calls.append("spin")
             raise ExternalShutdownException()  # the context was shut down (Ctrl-C)
@@ -177,6 +181,49 @@ def test_stop_executor_never_raises_and_reports_running_callbacks(caplog: pytest
     assert stop_executor(Broken(), 0.01) is False  # type: ignore[arg-type]
     assert stop_executor(Busy(), 0.01) is False  # type: ignore[arg-type]
     assert "callbacks still running" in caplog.text
+
+
+@pytest.mark.parametrize("kind", ("single", "multi"))
+def test_spin_ends_when_the_context_is_shut_down_without_waking_the_executor(kind: str) -> None:
+    """rclpy's signal thread wakes the executors first and shuts the contexts down afterwards, with no
+    on-shutdown callback: an executor waiting again in between must still return. Shown here with the
+    same C-level shutdown (context.handle.shutdown()) while a node with no timer and no traffic spins."""
+    import os
+    import random
+
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+
+    from monologue_common.runtime import spin_until_shutdown
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=random.Random(os.getpid() + 1).randrange(200, 230))
+    node = rclpy.create_node("spin_until_shutdown_test", context=ctx)
+    executor = (MultiThreadedExecutor(num_threads=2, context=ctx) if kind == "multi"
+                else SingleThreadedExecutor(context=ctx))
+    executor.add_node(node)
+    ended = threading.Event()
+    errors: list[BaseException] = []
+
+    def spin() -> None:
+        try:
+            spin_until_shutdown(executor, poll_s=0.05)
+        except ExternalShutdownException:
+            pass
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+        ended.set()
+
+    threading.Thread(target=spin, daemon=True).start()
+    time.sleep(0.3)  # s: the executor is waiting on an empty wait set
+    assert not ended.is_set()
+    ctx.handle.shutdown()  # rcl_shutdown only, as rclpy's signal thread does
+    try:
+        assert ended.wait(5.0), "spin did not return after the context was shut down"
+        assert not errors or "context" in str(errors[0]), errors
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
 
 
 @pytest.mark.parametrize("kind", ("single", "multi"))

@@ -231,9 +231,9 @@ class SceneProbe:
 
     def __init__(self) -> None:
         import rclpy
-        from rclpy.action.client import ActionClient
         from rclpy.executors import SingleThreadedExecutor
 
+        from monologue_common.actions import ActionClient
         from monologue_common.qos import LATCHED
         from monologue_interfaces.action import ExecuteInstruction
         from monologue_interfaces.msg import SceneDescription

@@ -44,10 +44,10 @@ def run_episode(
     that this client sees published (recorder_ready), and every topic of `recorded_topics` whether or not
     this client has discovered its publisher yet, so a recording holds the episode from its start."""
     import rclpy
-    from rclpy.action.client import ActionClient
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.utilities import ok
 
+    from monologue_common.actions import ActionClient
     from monologue_common.qos import LATCHED
     from monologue_interfaces.action import ExecuteInstruction
     from monologue_interfaces.msg import SceneDescription
@@ -203,9 +203,9 @@ def stop_on_signals() -> None:
 def planner_available(timeout_s: float) -> bool:
     """True if a planner's execute_instruction action server appears on this ROS domain within `timeout_s` s."""
     import rclpy
-    from rclpy.action.client import ActionClient
     from rclpy.utilities import ok
 
+    from monologue_common.actions import ActionClient
     from monologue_interfaces.action import ExecuteInstruction
 
     own_context = not ok()

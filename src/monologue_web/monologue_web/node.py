@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn
-from rclpy.action.client import ActionClient, ClientGoalHandle
+from rclpy.action.client import ClientGoalHandle
 from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -28,6 +28,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image
 from std_msgs.msg import Bool
 
+from monologue_common.actions import ActionClient
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
 from monologue_common.runtime import WaitTimeout, call_service, run_node, wait_future

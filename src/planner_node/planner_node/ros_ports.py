@@ -9,12 +9,13 @@ from typing import Any
 
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters
-from rclpy.action.client import ActionClient, ClientGoalHandle
+from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from unique_identifier_msgs.msg import UUID
 
+from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, to_time
 from monologue_common.runtime import call_service as _call

@@ -9,12 +9,12 @@ import threading
 from collections.abc import Sequence
 
 from geometry_msgs.msg import TransformStamped
-from rclpy.action.client import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
+from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, wait_future
 from monologue_domain.msgs import scene_objects_from_msg

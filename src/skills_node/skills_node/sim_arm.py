@@ -11,12 +11,13 @@ import threading
 from collections.abc import Sequence
 
 from geometry_msgs.msg import Pose, PoseStamped, Vector3
-from rclpy.action.client import ActionClient, ClientGoalHandle
+from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
+from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, wait_future
 from monologue_interfaces.action import ArmCommand
