@@ -329,8 +329,9 @@ def run_own_graph(args: DemoArgs) -> int:
                 "sim.matching_bowls": "true" if blocks <= 3 else "false"},
     } if world is None else {scene: dict(world.scene_params), "planner": {
         "prompt_profile": world.prompt_profile, "cape.demonstrations": world.cape_demonstrations}}
-    if statler is not None:
+    if statler is not None:  # the scene's own prompt files (planner statler.domains.<scene>)
         node_params[scene] = {"sim.seed": str(seed), "sim.scene": statler.scene, **statler.params}
+        node_params.setdefault("planner", {})["statler.domain"] = statler.scene
     if values["strategy"]:
         node_params.setdefault("planner", {})["strategy"] = values["strategy"]
     if values["method"]:

@@ -91,7 +91,8 @@ def run_one(ep: Episode, method: str, robot: str, llm: str, seed: int, out: Path
 
     sink = LineSink(out / "graph.log")
     params = {scene_node(robot): ep.scene_parameters(seed),
-              "planner": {"strategy": method, "transcript_dir": str(out / "transcripts")}}
+              "planner": {"strategy": method, "transcript_dir": str(out / "transcripts"),
+                          "statler.domain": DOMAIN_SCENES[ep.domain]}}  # the domain's prompt files
     for node, p in (extra or {}).items():  # --param node:name=value (e.g. planner:statler.constrained=true)
         params.setdefault(node, {}).update(p)
     sup = Supervisor(robot, llm, node_params=params, sink=sink, log_level="warn")

@@ -91,6 +91,30 @@ def test_every_sampled_reader_program_parses(allowed: frozenset[str], objects: l
     assert used == set(allowed)
 
 
+@pytest.mark.parametrize("prompt", ["statler_writer", "statler_covers_writer", "statler_weights_writer",
+                                    "statler_auto_writer"])
+def test_every_sampled_writer_state_parses_and_keeps_the_objects(prompt: str) -> None:
+    from pathlib import Path
+
+    from planner_node.core.statler_grammar import vocabulary_of, writer_node
+    from planner_node.core.statler_loop import load_prompt
+    from planner_node.core.statler_state import Expression, parse_state
+
+    text = load_prompt(Path(__file__).resolve().parents[3] / "config" / "prompts" / f"{prompt}.txt")
+    vocab = vocabulary_of([parse_state("# state = {" + b) for b in text.split("# state = {")[1:]])
+    rng = random.Random(13)
+    kinds: set[type] = set()
+    for _ in range(300):
+        state = parse_state("# state = {\n" + sample(writer_node(OBJECTS, vocab), rng))
+        assert state["objects"] == OBJECTS and set(state) == {"objects", "relations", *OBJECTS}
+        assert all(isinstance(r, str) and " is " in r for r in state["relations"])
+        for name in OBJECTS:
+            kinds |= {type(v) for v in state[name].values()}
+            if prompt == "statler_weights_writer":
+                assert set(state[name]) <= {"weight", "contains"}
+    assert (Expression in kinds) == (prompt in ("statler_weights_writer", "statler_auto_writer"))
+
+
 def test_grammars_render_as_gbnf() -> None:
     for text in (planner_grammar(POINTS), planner_grammar(), analyzer_grammar(),
                  reader_grammar(STATLER_FUNCTIONS, OBJECTS, TARGETS)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,7 +35,9 @@ REPO = Path(__file__).resolve().parents[3]
 PROMPTS = REPO / "config" / "prompts"
 PAPER = REPO.parent / "shared" / "papers" / "statler.txt"
 STATLER_PROMPTS = ["statler_reader", "statler_writer", "statler_auto_writer", "statler_unified", "cap_policies",
-                   "cap_cot"]
+                   "cap_cot"] + [f"{stem}_{domain}" for domain in ("covers", "weights") for stem in ("cap", "cap_cot")] \
+    + [f"statler_{domain}_{role}" for domain in ("covers", "weights")
+       for role in ("reader", "writer", "auto_writer", "unified")]
 
 
 # ---- the code whitelist -----------------------------------------------------------------------------------
@@ -440,6 +443,46 @@ def test_missing_prompt_file_is_an_invalid_goal(make_runner, world_ports) -> Non
     assert out.result.error == EpisodeError.INVALID_GOAL and "nope.txt" in out.result.reason
 
 
+def test_a_domain_selects_its_prompt_files(make_runner, world_ports) -> None:  # type: ignore[no-untyped-def]
+    llm = ScriptedCoder(reader=['say("no")\n'])
+    out = run(make_runner, llm, world_ports(world()), "Is the cyan block heavier than the brown block?",
+              **{"statler.domain": "weights"})
+    assert out.result.error == EpisodeError.NONE, out.result.reason
+    assert out.events[0].data["prompts"] == {"reader": "statler_weights_reader", "writer": "statler_weights_writer"}
+    assert "blocks of different weights" in llm.reader_prompts[0] and "dirty" not in llm.reader_prompts[0]
+
+
+def test_a_role_the_domain_lacks_is_an_invalid_goal(make_runner, world_ports) -> None:  # type: ignore[no-untyped-def]
+    out = run(make_runner, ScriptedCoder(), world_ports(world()), "x", strategy="statler_unified",
+              **{"statler.domain": "mine", "statler.domains.mine.reader": "statler_reader"})
+    assert out.result.error == EpisodeError.INVALID_GOAL
+    assert "statler.domains.mine.unified is not set" in out.result.reason
+
+
+def test_domain_settings_are_validated(planner_parameters) -> None:  # type: ignore[no-untyped-def]
+    from planner_node.core.settings import settings_from_parameters
+
+    for extra, message in (({"statler.domain": "moon"}, "'moon' is not one of statler.domains"),
+                           ({"statler.domains.covers.painter": "x"}, "statler.domains.covers.painter: the role")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            settings_from_parameters({**planner_parameters(), "strategy": "statler", **extra})
+
+
+def test_every_configured_domain_prompt_exists_and_its_demos_name_only_their_objects(planner_parameters) -> None:  # type: ignore[no-untyped-def]
+    params = planner_parameters()
+    stems = {v for k, v in params.items() if k.startswith("statler.domains.")}
+    assert {"statler_covers_reader", "statler_weights_writer", "cap_cot_weights", "statler_covers_unified"} <= stems
+    for stem in stems:
+        text = load_prompt(PROMPTS / f"{stem}.txt")
+        header = re.search(r"# objects = (\[.*\])", text)
+        objects = set(parse_state(text)["objects"]) if "# state = {" in text else \
+            set(json.loads(header[1])) if header else set()
+        for line in text.splitlines():
+            if line.startswith("put_first_on_second("):
+                call = parse_code(line).calls[0]
+                assert call.args[0] in objects and call.args[1] in objects | {"table"}, (stem, line)
+
+
 def test_strategies_are_registered_and_settings_validated(planner_parameters) -> None:  # type: ignore[no-untyped-def]
     from planner_node.core.settings import settings_from_parameters
 
@@ -465,7 +508,7 @@ def test_prompt_files_name_their_paper_lines_and_their_code_parses(name: str) ->
     text = load_prompt(path)
     assert not any(line.startswith(HEADER_PREFIX) for line in text.splitlines())
     assert text.rstrip().endswith("===")
-    allowed = CAP_FUNCTIONS if name.startswith("cap") or name == "statler_unified" else None
+    allowed = CAP_FUNCTIONS if name.startswith("cap") or name.endswith("unified") else None
     for line in text.splitlines():  # every demo code line is accepted by the reader's whitelist
         if re.match(r"^(put_first_on_second|say|update_wm|noop)\(", line):
             parse_code(line, allowed) if allowed is not None else parse_code(line)
@@ -580,3 +623,38 @@ def test_constrained_reader_gets_the_scene_grammar(make_runner, world_ports) -> 
     run(make_runner, llm2, world_ports(world()), "Do nothing", strategy="statler_unified",
         **{"statler.constrained": True})
     assert llm2.grammars == [None]
+
+
+def test_constrained_writer_gets_a_grammar_of_the_state_and_its_demonstrations(  # type: ignore[no-untyped-def]
+        make_runner, world_ports) -> None:
+    from monologue_llm.gbnf import sample
+    from planner_node.core.statler_grammar import vocabulary_of, writer_node
+
+    llm = GrammarCoder(reader=['update_wm("The cyan block is dirty")\n'],
+                       writer=[state_text(cyan_block={"is": ["dirty"]})])
+    out = run(make_runner, llm, world_ports(world()), "The cyan block is dirty", **{"statler.constrained": True})
+    assert out.result.error == EpisodeError.NONE, out.result.reason
+    reader_grammar, writer_grammar = llm.grammars
+    assert reader_grammar is not None and writer_grammar is not None and writer_grammar != reader_grammar
+    # the objects line is fixed, the attribute words are the Disinfection demonstrations' (S Prompt 5)
+    assert '# \\"objects\\": [\\"cyan block\\", \\"yellow block\\", \\"brown block\\", \\"green bowl\\"]' \
+        in writer_grammar
+    assert "dirty" in writer_grammar and "clean" in writer_grammar and "blue block" not in writer_grammar
+    assert statler_events(out, "state")[-1].data["world_state"]["cyan block"] == {"is": ["dirty"]}
+    # unconstrained: no grammar for either
+    llm2 = GrammarCoder(reader=['update_wm("x")\n'], writer=[state_text()])
+    run(make_runner, llm2, world_ports(world()), "x", **{"statler.constrained": False})
+    assert llm2.grammars == [None, None]
+    # what the writer may say: sampled states keep the objects and use only the demonstrations' words
+    text = load_prompt(PROMPTS / "statler_writer.txt")
+    vocab = vocabulary_of([parse_state("# state = {" + b) for b in text.split("# state = {")[1:]])
+    assert dict(vocab.words) == {"is": ("dirty", "clean")} and vocab.object_lists == {"contains"}
+    names = ["cyan block", "yellow block", "green bowl", "disinfector"]
+    rng = random.Random(5)
+    for _ in range(300):
+        state = parse_state("# state = {\n" + sample(writer_node(names, vocab), rng))
+        assert state["objects"] == names and set(state) == {"objects", "relations", *names}
+        for name in names:
+            for key, value in state[name].items():
+                assert key in ("is", "contains")
+                assert set(value) <= ({"dirty", "clean"} if key == "is" else set(names))

@@ -1,5 +1,7 @@
-"""GBNF grammar of the Statler reader's (and CaP's) code (no rclpy), built from core.statler_code's
-whitelist, so every string it admits parses with `parse_code` (test_statler_grammar.py).
+"""GBNF grammars of the Statler reader's (and CaP's) code and of the writer's state (no rclpy). The reader's
+is built from core.statler_code's whitelist, so every string it admits parses with `parse_code`; the
+writer's keeps the state's objects and uses only the attributes of its prompt's demonstration states, and
+every string it admits parses with `parse_state` (test_grammars.py).
 
 A program is up to MAX_LINES lines, at least one of them a call: `put_first_on_second("a", "b")` (a one
 of the scene's objects, b an object, a location or "table"; any name if the scene gave none),
@@ -10,7 +12,11 @@ demonstrations' next query: the stop string ends the generation there).
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import json
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from monologue_llm.gbnf import Chars, Lit, Named, Node, Rep, alt, lit_choice, opt, render, seq
 
@@ -54,3 +60,112 @@ def reader_node(allowed: Collection[str], objects: Sequence[str] = (), targets: 
 def reader_grammar(allowed: Collection[str], objects: Sequence[str] = (), targets: Sequence[str] = ()) -> str:
     """GBNF text of the reader grammar."""
     return render(reader_node(allowed, objects, targets))
+
+
+# ---- the writer's state ---------------------------------------------------------------------------------
+
+WORD_CHARS = 20  # longest attribute word a writer without demonstrations may invent
+NUMBER_DIGITS = 3  # digits before / after the point of a weight
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What a writer's state may say about an object, read from its prompt's demonstration states
+    (`vocabulary_of`): per attribute key, the words its lists hold, whether they list objects, and whether
+    its value is a number or an expression (`red_block.weight / 2`); and the relation verbs
+    ("X is on Y"). Empty (a writer without demonstrations, Statler-Auto): any lowercase word, key or verb."""
+
+    words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # key -> words its list may hold
+    object_lists: frozenset[str] = frozenset()  # keys whose lists name objects ("contains")
+    numeric: frozenset[str] = frozenset()  # keys whose value is a number or an expression ("weight")
+    verbs: tuple[str, ...] = ()  # relation verbs ("on", "in")
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.words, *sorted(self.object_lists), *sorted(self.numeric)]))
+
+
+def vocabulary_of(states: Sequence[Mapping[str, Any]]) -> Vocabulary:
+    """The Vocabulary of demonstration `states` (parsed with statler_state.parse_state)."""
+    words: dict[str, list[str]] = {}
+    object_lists: set[str] = set()
+    numeric: set[str] = set()
+    verbs: list[str] = []
+    for state in states:
+        names = {str(o) for o in state.get("objects", [])}
+        for relation in _flat(state.get("relations", [])):
+            m = re.fullmatch(r"(.+?) is (\w+) (.+)", str(relation).strip())
+            if m and m[2] not in verbs:
+                verbs.append(m[2])
+        for name in names:
+            attrs = state.get(name)
+            if not isinstance(attrs, Mapping):
+                continue
+            for key, value in attrs.items():
+                if isinstance(value, list):
+                    items = [str(v) for v in _flat(value)]
+                    if any(i in names for i in items) or (not items and key not in words):
+                        object_lists.add(key)
+                    listed = words.setdefault(key, []) if key not in object_lists else []
+                    listed.extend(i for i in items if i not in names and i not in listed)
+                elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
+                    numeric.add(key)
+    for key in object_lists:
+        words.pop(key, None)
+    return Vocabulary({k: tuple(v) for k, v in words.items()}, frozenset(object_lists), frozenset(numeric),
+                      tuple(verbs))
+
+
+def _flat(values: Any) -> list[Any]:
+    out: list[Any] = []
+    for v in values if isinstance(values, list) else [values]:
+        out.extend(_flat(v) if isinstance(v, list) else [v])
+    return out
+
+
+def writer_node(objects: Sequence[str], vocab: Vocabulary) -> Node:
+    """The writer's answer after `# state = {\\n`: the objects line unchanged (a writer keeps the objects),
+    a relations line of "<object> is <verb> <object>" strings, then one line per object, in order, whose
+    dict holds only `vocab`'s attributes, then `# }`. Every string it admits parses with parse_state."""
+    if not objects:
+        raise ValueError("the writer grammar needs the state's objects")
+    quoted = [json.dumps(o, ensure_ascii=False) for o in objects]
+    name = Named("obj", lit_choice(quoted))
+    word_free = Named("word", seq('"', Chars(_LOWER), Rep(Chars(_LOWER + " "), 0, WORD_CHARS - 1), '"'))
+    digits = Rep(Chars("0123456789"), 1, NUMBER_DIGITS)
+    whole = alt("0", seq(Chars("123456789"), Rep(Chars("0123456789"), 0, NUMBER_DIGITS - 1)))  # no leading zero
+    number = Named("number", seq(whole, opt(seq(".", digits))))
+    idents = [o.replace(" ", "_") + ".weight" for o in objects]
+    expression = Named("expr", seq(lit_choice(idents), opt(seq(" ", alt("*", "/"), " ", number))))
+
+    def listing(item: Node) -> Node:
+        return seq("[", opt(seq(item, Rep(seq(", ", item), 0, len(objects) - 1))), "]")
+
+    attrs: list[Node] = []
+    for key, words in vocab.words.items():
+        attrs.append(seq(f'"{key}": ', listing(lit_choice([json.dumps(w) for w in words]) if words else word_free)))
+    for key in sorted(vocab.object_lists):
+        attrs.append(seq(f'"{key}": ', listing(name)))
+    for key in sorted(vocab.numeric):
+        attrs.append(seq(f'"{key}": ', alt(number, expression)))
+    if not attrs:  # no demonstrations: any lowercase key, with words, objects or a number
+        key_free = seq('"', Chars(_LOWER), Rep(Chars(_LOWER + "_"), 0, WORD_CHARS - 1), '"')
+        attrs.append(seq(key_free, ": ", alt(listing(alt(name, word_free)), number, expression)))
+    attr = Named("attr", alt(*attrs))
+    n_keys = max(len(attrs), 1)
+    value = Named("attrs", alt("{}", seq("{", attr, Rep(seq(", ", attr), 0, n_keys - 1), "}")))
+    verb = lit_choice(list(vocab.verbs)) if vocab.verbs else Rep(Chars(_LOWER), 1, WORD_CHARS)
+    bare = [o.replace('"', "") for o in objects]
+    relation = Named("rel", seq('"', lit_choice(bare), " is ", verb, " ", lit_choice(bare), '"'))
+    lines: list[Node | str] = [f'# "objects": [{", ".join(quoted)}],\n',
+                               seq('# "relations": ', listing(relation), ",\n")]
+    for i, q in enumerate(quoted):
+        lines.append(seq(f"# {q}: ", value, ",\n" if i < len(quoted) - 1 else "\n"))
+    lines.append("# }")
+    return seq(*lines)
+
+
+def writer_grammar(objects: Sequence[str], vocab: Vocabulary) -> str:
+    """GBNF text of the writer grammar."""
+    return render(writer_node(objects, vocab))

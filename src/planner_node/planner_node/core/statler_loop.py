@@ -44,8 +44,8 @@ from .human import is_stop_request
 from .ports import PortUnavailable, SceneItem, SkillOption
 from .role_llm import role_backend
 from .statler_code import CAP_FUNCTIONS, NOOP, PUT, SAY, STATLER_FUNCTIONS, UPDATE_WM, CodeRejected, Program, parse_code
-from .statler_grammar import reader_grammar
-from .statler_settings import StatlerSettings
+from .statler_grammar import Vocabulary, reader_grammar, vocabulary_of, writer_grammar
+from .statler_settings import MissingPrompt, StatlerSettings
 from .statler_state import State, StateParseError, initial_state, parse_state, render_state, to_json
 from .strategy import EpisodeContext
 
@@ -125,6 +125,7 @@ class _Run:
     writer_llm: LLMBackend | None = None  # the writer's backend (None: the reader's, ep.llm)
     history: list[tuple[str, str]] = field(default_factory=list)  # (query, accepted code)
     movable: list[str] = field(default_factory=list)  # objects the robot can pick (empty: every object)
+    writer_vocab: Vocabulary | None = None  # what the writer's demonstrations say (constrained decoding)
     steps: list[StepRecord] = field(default_factory=list)
     executed: int = 0
     on_table: dict[str, str] = field(default_factory=dict)  # table location -> block placed there
@@ -168,6 +169,25 @@ def reader_grammar_of(run: _Run) -> str | None:
     if not run.settings.constrained or run.variant.unified:
         return None
     return reader_grammar(run.variant.allowed, run.movable or run.objects, [*run.objects, *run.locations, TABLE])
+
+
+def writer_grammar_of(run: _Run) -> str | None:
+    """The writer's GBNF grammar when `statler.constrained`: the current state's objects kept, the
+    attributes, words and relation verbs of the writer prompt's demonstration states (none: any word)."""
+    if not run.settings.constrained:
+        return None
+    objects = [str(o) for o in run.state.get("objects", [])]
+    if not objects:
+        return None
+    if run.writer_vocab is None:
+        states = []
+        for block in run.writer_prompt.split("# state = {")[1:]:
+            try:
+                states.append(parse_state("# state = {" + block))
+            except StateParseError:
+                continue  # a demonstration state that does not parse teaches nothing
+        run.writer_vocab = vocabulary_of(states)
+    return writer_grammar(objects, run.writer_vocab)
 
 
 def movable_objects(ep: EpisodeContext, items: Sequence[SceneItem], objects: Sequence[str]) -> list[str]:
@@ -215,7 +235,8 @@ def ask_writer(run: _Run, update: str, index: int) -> State:
     notes: list[str] = []
     for attempt in range(s.max_reprompts + 1):
         llm = run.writer_llm if run.writer_llm is not None else ep.llm
-        gen = llm.generate(run.writer_input(update, notes), stop=("# query:", "==="), max_tokens=s.max_tokens_state)
+        gen = generate_constrained(llm, run.writer_input(update, notes), stop=("# query:", "==="),
+                                   max_tokens=s.max_tokens_state, grammar=writer_grammar_of(run), log=ep.log)
         text = "# state = {\n" + gen.text
         try:
             return parse_state(text, s.max_state_chars)
@@ -403,7 +424,7 @@ def run_statler(ep: EpisodeContext, variant: Variant) -> EpisodeResult:
             raise InvalidStatlerEpisode("the instruction has no query")
         reader = load_prompt(s.prompt_path(variant.reader))
         writer = load_prompt(s.prompt_path(variant.writer)) if variant.writer else ""
-    except InvalidStatlerEpisode as e:
+    except (InvalidStatlerEpisode, MissingPrompt) as e:
         return finish(transcript, EpisodeError.INVALID_GOAL, str(e), 0)
     try:
         items: list[SceneItem] = ep.ports.scene.describe()

@@ -23,7 +23,7 @@ class StatlerSettings:
     """Prompt files and bounds of the Statler family."""
 
     prompt_dir: Path  # config/prompts
-    prompts: dict[str, str]  # role (PROMPT_ROLES) -> file stem: <prompt_dir>/<stem>.txt
+    prompts: dict[str, str]  # role (PROMPT_ROLES) -> file stem: <prompt_dir>/<stem>.txt ("": none for the domain)
     max_reprompts: int  # re-prompts after code or a state that does not parse (per reader/writer call)
     max_tokens_code: int  # tokens the reader may write per query
     max_tokens_state: int  # tokens the writer may write per state
@@ -35,14 +35,42 @@ class StatlerSettings:
     writer_llm: Mapping[str, object] = field(default_factory=dict)
     # grammar-constrained decoding of the reader's code (core.statler_grammar; not statler_unified)
     constrained: bool = False
+    domain: str = ""  # statler.domain: a key of statler.domains whose prompt files replace statler.prompts
 
     def prompt_path(self, role: str) -> Path:
-        return self.prompt_dir / f"{self.prompts[role]}.txt"
+        """<prompt_dir>/<stem>.txt of `role`; MissingPrompt if the domain has no prompt for it."""
+        stem = self.prompts.get(role, "")
+        if not stem:
+            raise MissingPrompt(f"statler.domain {self.domain!r} has no {role!r} prompt "
+                                f"(statler.domains.{self.domain}.{role} is not set)")
+        return self.prompt_dir / f"{stem}.txt"
+
+
+class MissingPrompt(ValueError):
+    """The selected domain has no prompt file for a role its variant needs."""
+
+
+def _domain_prompts(r: ParamReader, section: Mapping[str, object]) -> dict[str, dict[str, str]]:
+    """`statler.domains.<domain>.<role>: <stem>` as {domain: {role: stem}}; unknown roles are errors."""
+    out: dict[str, dict[str, str]] = {}
+    for key, value in section.items():
+        domain, _, role = key.partition(".")
+        r.check(role in PROMPT_ROLES, f"statler.domains.{key}: the role must be one of {list(PROMPT_ROLES)}")
+        r.check(isinstance(value, str) and bool(value.strip()),
+                f"statler.domains.{key}: expected a prompt file stem, got {value!r}")
+        out.setdefault(domain, {})[role] = str(value).strip()
+    return out
 
 
 def read_statler_settings(r: ParamReader, prompt_dir: str) -> StatlerSettings:
     """`statler.*` from a planner ParamReader (errors are collected in `r`; call `r.finish()`)."""
     prompts = {role: r.string(f"statler.prompts.{role}", nonempty=True) for role in PROMPT_ROLES}
+    domain = r.string("statler.domain").strip()
+    domains = _domain_prompts(r, r.section("statler.domains"))
+    if domain:
+        r.check(domain in domains, f"statler.domain: {domain!r} is not one of statler.domains {sorted(domains)}")
+        own = domains.get(domain, {})
+        prompts = {role: own.get(role, "") for role in PROMPT_ROLES}
     table = r.strings("statler.table_locations")
     r.check(bool(table), "statler.table_locations: needs at least one location")
     writer = read_role_llm(r, "statler.writer_llm")
@@ -57,4 +85,5 @@ def read_statler_settings(r: ParamReader, prompt_dir: str) -> StatlerSettings:
         max_state_chars=r.integer("statler.max_state_chars", low=100),
         writer_llm=writer,
         constrained=r.boolean("statler.constrained"),
+        domain=domain,
     )
