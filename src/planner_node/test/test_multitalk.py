@@ -515,3 +515,54 @@ def test_constrained_roles_get_their_grammars(make_runner: Any, world_ports: Any
     plain = Dialogue([GOOD_PLAN], ["Feasible Plan!"])  # no grammar support: unconstrained, still runs
     out = run(make_runner, plain, geo_ports(world_ports, scene(), WS), **{"multitalk.constrained": True})
     assert out.result.error == EpisodeError.NONE, out.result.reason
+
+
+class Scorer(Dialogue):
+    """A Planner that scores: a candidate line's log-probability is the number of words it shares with
+    `liked` (each liked line is a pair of words that should go together), minus its length / 1000; the
+    Analyzer answers from its list. Every scored (prompt, candidates) call is kept."""
+
+    def __init__(self, liked: Sequence[tuple[str, str]], analyzer: Sequence[str] = ()) -> None:
+        super().__init__([], analyzer)
+        self.liked = list(liked)
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def score(self, prompt: str, candidates: Sequence[str]) -> Any:
+        from monologue_llm.base import CandidateScore, ScoreResult
+
+        self.calls.append((prompt, list(candidates)))
+        last = prompt.rstrip("\n").splitlines()[-1]
+
+        def value(c: str) -> float:
+            bonus = sum(2.0 for a, b in self.liked if a in last and b in c)  # a move after its grasp
+            bonus += sum(1.0 for a, _ in self.liked if "grasp" in c and a in c and a not in prompt.split("Planner:\n")[-1])
+            return bonus + (0.5 if "home()" in c and all(a in prompt.split("Planner:\n")[-1] for a, _ in self.liked)
+                            else 0.0) - len(c) / 1000
+        scores = tuple(CandidateScore(c, value(c), 1, (value(c),)) for c in candidates)
+        return ScoreResult(scores, len(prompt) // 4, 1, 0.0)
+
+
+def test_scored_planner_writes_the_plan_format_and_a_revision_differs(make_runner: Any, world_ports: Any) -> None:
+    world = scene()
+    ports = geo_ports(world_ports, world, WS)
+    # the Analyzer rejects the first plan; the scored Planner must not write that plan again
+    llm = Scorer([("red block", "red bowl"), ("blue block", "blue bowl")],
+                 ["Step-by-step Instructions:\n1: The plan is not checked yet # check again", "Feasible Plan!"])
+    out = run(make_runner, llm, ports, **{"multitalk.planner_decoding": "scored", "multitalk.constrained": True})
+    assert out.result.error == EpisodeError.NONE, out.result.reason
+    plans = [e.data["output"] for e in out.events if e.data.get("multitalk") == "planner"]
+    assert plans[0] == ("Step-by-step Instructions:\n"
+                        "1: grasp((0.4, 0.1, 0.02)) # grasp the red block\n"
+                        "2: move((0.5, 0.2, 0.0)) # put the red block in the red bowl\n"
+                        "3: grasp((0.6, -0.1, 0.02)) # grasp the blue block\n"
+                        "4: move((0.35, -0.2, 0.0)) # put the blue block in the blue bowl\n"
+                        "5: home() # the task is done")
+    assert len(plans) == 2 and plans[1] != plans[0]  # the rejected plan is not written again
+    assert parse_planner_output(plans[1]).kind == PLAN
+    scores = [e for e in out.events if e.data.get("multitalk") == "planner_scores"]
+    assert len(scores) == 2 and all(sum(c["chosen"] for c in step) == 1 for step in scores[0].data["steps"])
+    # every candidate of a grasp step names a graspable object or ends the plan; none is generated
+    for _prompt, candidates in llm.calls:
+        assert all(re.match(r"^\d+: (grasp|move)\(\(.*\)\) # |^\d+: home\(\) # the task is done$", c) for c in candidates)
+    assert not any("bowl" in c for p, cs in llm.calls for c in cs if c.split(": ", 1)[1].startswith("grasp"))
+    assert llm.prompts["Planner"] == []  # nothing was generated for the Planner

@@ -64,6 +64,7 @@ from .multitalk_scene import (
     serialise_relations,
     table_workspace,
 )
+from .multitalk_scored import scored_plan
 from .multitalk_settings import MultitalkSettings
 from .multitalk_sim import SimResult, SkillCall, simulate
 from .ports import PortUnavailable, SkillOption, Workspace, WorkspaceSource
@@ -109,6 +110,8 @@ class _Run:
     llm_s: float = 0.0
     prompt_tokens: int = 0
     analyzer_llm: LLMBackend | None = None  # the Analyzer's own backend (None: the planner's, ep.llm)
+    plan_lines: tuple[str, ...] = ()  # the last scored plan's lines (without numbers)
+    rejected_plans: list[tuple[str, ...]] = field(default_factory=list)  # scored plans rejected so far
     counts: dict[str, int] = field(default_factory=lambda: {
         "planner_rounds": 0, "analyzer_rounds": 0, "analyzer_rejections": 0, "question_rounds": 0,
         "perception_reruns": 0, "simulator_rejections": 0, "plans_accepted": 0, "reprompts": 0})
@@ -169,6 +172,12 @@ def _ask(run: _Run, conv: Conversation, message: str, max_tokens: int, role: str
             raise _Canceled()
         t0 = time.monotonic()
         llm = run.analyzer_llm if role == "analyzer" and run.analyzer_llm is not None else ep.llm
+        if role == "planner" and run.s.planner_decoding == "scored":
+            raw = _scored_answer(run, llm, conv.prompt(message, tuple(notes)))
+            run.llm_s += time.monotonic() - t0
+            parsed = parse(raw)  # a scored answer is built in the plan format: it always parses
+            conv.commit(message, raw)
+            return raw, parsed
         grammar = _grammar(run, role)
         gen = generate_constrained(llm, conv.prompt(message, tuple(notes)), stop=conv.stop, max_tokens=max_tokens,
                                    grammar=grammar, log=ep.log)
@@ -191,6 +200,19 @@ def _ask(run: _Run, conv: Conversation, message: str, max_tokens: int, role: str
         conv.commit(message, raw)
         return raw, parsed
     raise PlanningFailed(f"no readable {role} answer after {run.s.max_reprompts + 1} attempts")
+
+
+def _scored_answer(run: _Run, llm: LLMBackend, prompt: str) -> str:
+    """The Planner's plan chosen line by line by scoring (core.multitalk_scored); every scored line goes
+    to the transcript, and a plan rejected earlier in the episode is not written again."""
+    graspable = [b for b in run.boxes if b.category not in (LOCATION, "bowl")]
+    text, trace = scored_plan(llm, prompt, run.boxes, run.s.digits, max(len(graspable), 1),
+                              run.rejected_plans, run.ep.log)
+    run.plan_lines = tuple(line for step in trace for line in (c.line for c in step if c.chosen))
+    run.event(EventKind.ROBOT_THOUGHT, f"Planner lines scored: {len(trace)} steps", "planner_scores",
+              steps=[[{"line": c.line, "logprob": round(c.logprob, 4), "chosen": c.chosen} for c in step]
+                     for step in trace])
+    return text
 
 
 def _grammar(run: _Run, role: str) -> str | None:
@@ -440,11 +462,13 @@ def _loop(run: _Run) -> EpisodeResult:
                 verdict = _analyze(run, out)
                 if not verdict.feasible:
                     commented = out.actions
+                    _rejected(run)
                     message = fill(run.planner_file.block("analyzer_feedback"), {"comments": verdict.comments})
                     source = "analyzer_feedback"
                     continue
         accepted, answer = _gate(run, out)
         if not accepted:
+            _rejected(run)
             if answer is None:
                 raise PlanningFailed("the person did not accept the plan (no answer)")
             run.qa.append(("Do you accept this plan?", answer))
@@ -455,10 +479,17 @@ def _loop(run: _Run) -> EpisodeResult:
         run.counts["plans_accepted"] += 1
         sim = _simulate(run, out)
         if not sim.ok:
+            _rejected(run)
             message = fill(run.planner_file.block("simulator_feedback"), {"simulator feedback": sim.error})
             source = "simulator_feedback"
             continue
         return _execute(run, sim)
+
+
+def _rejected(run: _Run) -> None:
+    """Remember the scored plan just rejected, so that the next scored answer differs from it."""
+    if run.plan_lines and run.plan_lines not in run.rejected_plans:
+        run.rejected_plans.append(run.plan_lines)
 
 
 def _executed(run: _Run | None) -> int:

@@ -19,6 +19,7 @@ ACCEPT_GATES = ("off", "ask")  # the person's acceptance before the simulator (M
 PROMPT_ROLES = ("planner", "analyzer")
 GRAMMAR_COORDINATES = ("scene", "numbers")  # constrained Planner coordinates: perceived centres | any numbers
 GRAMMAR_PLANS = ("pairs", "free")  # constrained plans: grasp/move pairs (+ home() last) | any action per line
+PLANNER_DECODINGS = ("generate", "scored")  # Planner answers: generated (constrained or not) | scored line by line
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class MultitalkSettings:
     constrained: bool = False
     grammar_coordinates: str = "scene"  # one of GRAMMAR_COORDINATES
     grammar_plan: str = "pairs"  # one of GRAMMAR_PLANS
+    planner_decoding: str = "generate"  # one of PLANNER_DECODINGS (core.multitalk_scored)
 
     def prompt_path(self, role: str) -> Path:
         return self.prompt_dir / f"{self.prompts[role]}.txt"
@@ -80,4 +82,5 @@ def read_multitalk_settings(r: ParamReader, prompt_dir: str) -> MultitalkSetting
         constrained=r.boolean("multitalk.constrained"),
         grammar_coordinates=r.string("multitalk.grammar_coordinates", choices=GRAMMAR_COORDINATES),
         grammar_plan=r.string("multitalk.grammar_plan", choices=GRAMMAR_PLANS),
+        planner_decoding=r.string("multitalk.planner_decoding", choices=PLANNER_DECODINGS),
     )

@@ -1,0 +1,107 @@
+"""MultiTalk's Planner answer built by scoring instead of free generation (no rclpy).
+
+The embedded 270M model cannot pick coordinates when it generates (under the grammar it copies the first
+centre it sees; docs/benchmark.md), but it ranks candidate lines sensibly when the line names the object
+(SayCan-style scoring, the planner's offline default elsewhere). Here the Planner's answer is written in
+the supplement's format, `Step-by-step Instructions:` with `k: action # reasoning` lines, one line at a
+time: every admissible line for the next step is scored as a continuation of the conversation and the
+answer so far, and the most likely one is kept. Admissible lines, from the perceived boxes:
+
+- odd steps: `grasp((<centre>)) # grasp the <object>` for every object that is neither a bowl nor a
+  location, and, once a pair is in the plan, `home() # the task is done` (which ends the plan);
+- even steps: `move((<centre>)) # put the <grasped object> in|on the <target>` for every other box.
+
+The score of a line is the sum of its tokens' natural-log probabilities (the reasoning text included, so
+the object's name takes part in the choice). Lines that would repeat a plan already rejected in the episode
+are skipped when another line is left, so a revision after the Analyzer's or the simulator's feedback is a
+different plan. The answer always parses (parse_planner_output), so it is never re-prompted. Questions and
+perception reruns are left to generated answers (`planner_decoding: generate`).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from monologue_llm.base import LLMBackend
+
+from .multitalk_parsing import PLAN_HEADER
+from .multitalk_scene import LOCATION, Box, fmt
+
+HOME_LINE = "home() # the task is done"
+
+
+@dataclass(frozen=True)
+class ScoredLine:
+    line: str  # without the step number
+    logprob: float  # sum of natural-log token probabilities
+    chosen: bool
+
+
+def _point(b: Box, digits: int) -> str:
+    return ", ".join(fmt(c, digits) for c in b.center)
+
+
+def grasp_lines(boxes: Sequence[Box], digits: int) -> dict[str, Box]:
+    return {f"grasp(({_point(b, digits)})) # grasp the {b.name}": b
+            for b in boxes if b.category not in (LOCATION, "bowl")}
+
+
+def move_lines(boxes: Sequence[Box], held: Box, digits: int) -> dict[str, Box]:
+    def put(t: Box) -> str:
+        return f"put the {held.name} {'in' if t.category == 'bowl' else 'on'} the {t.name}"
+    return {f"move(({_point(t, digits)})) # {put(t)}": t for t in boxes if t is not held}
+
+
+def scored_plan(llm: LLMBackend, prompt: str, boxes: Sequence[Box], digits: int, max_pairs: int,
+                rejected: Sequence[tuple[str, ...]] = (), log: logging.Logger | None = None,
+                ) -> tuple[str, list[list[ScoredLine]]]:
+    """The Planner's answer (text) for `prompt` (which ends with the Planner's open turn) and, per step,
+    every line that was scored. `rejected`: earlier plans' lines (without numbers) not to repeat."""
+    grasps = grasp_lines(boxes, digits)
+    if not grasps:
+        raise ValueError("no graspable object in the scene: a plan cannot be scored")
+    lines: list[str] = []
+    trace: list[list[ScoredLine]] = []
+    banned = {tuple(r) for r in rejected}
+    pairs = 0
+    while True:
+        options: dict[str, Box | None] = dict(grasps)
+        if pairs:
+            options[HOME_LINE] = None
+        if pairs >= max_pairs:
+            options = {HOME_LINE: None}
+        line, held = _choose(llm, prompt, lines, options, banned, trace, log)
+        lines.append(line)
+        if held is None:
+            break
+        line, _ = _choose(llm, prompt, lines, dict(move_lines(boxes, held, digits)), banned, trace, log)
+        lines.append(line)
+        pairs += 1
+    return _render(lines), trace
+
+
+def _render(lines: Sequence[str]) -> str:
+    return PLAN_HEADER + "\n" + "\n".join(f"{k}: {line}" for k, line in enumerate(lines, 1))
+
+
+def _choose(llm: LLMBackend, prompt: str, lines: list[str], options: dict[str, Box | None],
+            banned: set[tuple[str, ...]], trace: list[list[ScoredLine]],
+            log: logging.Logger | None) -> tuple[str, Box | None]:
+    head = _render(lines) + "\n" if lines else PLAN_HEADER + "\n"
+    k = len(lines) + 1
+    texts = list(options)
+    scores = llm.score(prompt + head, [f"{k}: {t}" for t in texts]).scores
+    ranked = sorted(zip(texts, (s.logprob for s in scores), strict=True), key=lambda p: -p[1])
+    # a line that completes a rejected plan (home() after it, or its last move) is skipped if another is left
+    allowed = [t for t, _ in ranked if not _completes(lines, t, banned)] or [ranked[0][0]]
+    best = allowed[0]
+    trace.append([ScoredLine(t, lp, t == best) for t, lp in ranked])
+    if log is not None:
+        log.debug("MultiTalk scored step %d: %s", k, ", ".join(f"{t!r}={lp:.2f}" for t, lp in ranked[:4]))
+    return best, options[best]
+
+
+def _completes(lines: Sequence[str], line: str, banned: set[tuple[str, ...]]) -> bool:
+    plan = (*lines, line)
+    return plan in banned or (*plan, HOME_LINE) in banned
