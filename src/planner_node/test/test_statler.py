@@ -22,7 +22,7 @@ from planner_node.core.episode import EpisodeError
 from planner_node.core.ports import SceneItem
 from planner_node.core.runner import GoalRequest
 from planner_node.core.statler_code import CAP_FUNCTIONS, CodeRejected, parse_code
-from planner_node.core.statler_loop import HEADER_PREFIX, load_prompt
+from planner_node.core.statler_loop import HEADER_PREFIX, load_prompt, mentioned_objects
 from planner_node.core.statler_state import (
     Expression,
     StateParseError,
@@ -475,8 +475,10 @@ def test_every_configured_domain_prompt_exists_and_its_demos_name_only_their_obj
     for stem in stems:
         text = load_prompt(PROMPTS / f"{stem}.txt")
         header = re.search(r"# objects = (\[.*\])", text)
-        objects = set(parse_state(text)["objects"]) if "# state = {" in text else \
-            set(json.loads(header[1])) if header else set()
+        objects = set(json.loads(header[1])) if header else set()
+        for block in text.split("# state = {")[1:]:  # every state's objects (a statement can add one)
+            objects |= set(parse_state("# state = {" + block)["objects"])
+        objects |= set(mentioned_objects(re.findall(r"# query: (.*)", text), ["block", "cup"], sorted(objects)))
         for line in text.splitlines():
             if line.startswith("put_first_on_second("):
                 call = parse_code(line).calls[0]
@@ -637,7 +639,7 @@ def test_constrained_writer_gets_a_grammar_of_the_state_and_its_demonstrations( 
     reader_grammar, writer_grammar = llm.grammars
     assert reader_grammar is not None and writer_grammar is not None and writer_grammar != reader_grammar
     # the objects line is fixed, the attribute words are the Disinfection demonstrations' (S Prompt 5)
-    assert '# \\"objects\\": [\\"cyan block\\", \\"yellow block\\", \\"brown block\\", \\"green bowl\\"]' \
+    assert '# \\"objects\\": [\\"cyan block\\", \\"yellow block\\", \\"brown block\\", \\"green bowl\\"' \
         in writer_grammar
     assert "dirty" in writer_grammar and "clean" in writer_grammar and "blue block" not in writer_grammar
     assert statler_events(out, "state")[-1].data["world_state"]["cyan block"] == {"is": ["dirty"]}
@@ -658,3 +660,22 @@ def test_constrained_writer_gets_a_grammar_of_the_state_and_its_demonstrations( 
             for key, value in state[name].items():
                 assert key in ("is", "contains")
                 assert set(value) <= ({"dirty", "clean"} if key == "is" else set(names))
+
+
+def test_an_object_the_person_names_can_be_moved_and_added_to_the_state(  # type: ignore[no-untyped-def]
+        make_runner, world_ports) -> None:
+    """A block hidden under a cup is not perceived; once the person names it, the reader may move it and
+    the writer may add it to the state (grammar and name check alike)."""
+    assert mentioned_objects(["The pink block is under the blue cup", "Put all the blocks in the bowl",
+                              "Is the red block heavier?"], ["block", "cup"], ["blue cup", "red block"]) == \
+        ["pink block"]
+    llm = GrammarCoder(reader=['update_wm("The pink block is under the green bowl")\n',
+                               'put_first_on_second("pink block", "yellow block")\n'],
+                       writer=[state_text().replace('"green bowl"],', '"green bowl", "pink block"],')])
+    ports = world_ports(world())
+    out = run(make_runner, llm, ports, "The pink block is under the green bowl\nPut the pink block on the yellow block",
+              **{"statler.constrained": True})
+    assert statler_events(out, "rejected") == []  # the name is not refused
+    assert ports.executed[:1] == [("pick_place", ("pink block", "yellow block"))]  # the skill was asked (and failed)
+    assert "pink block" in llm.grammars[1] and "pink block" in llm.grammars[2]  # the writer's, then the reader's
+    assert statler_events(out, "state")[-1].data["world_state"]["objects"][-1] == "pink block"

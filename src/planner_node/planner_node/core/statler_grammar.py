@@ -124,13 +124,17 @@ def _flat(values: Any) -> list[Any]:
     return out
 
 
-def writer_node(objects: Sequence[str], vocab: Vocabulary) -> Node:
-    """The writer's answer after `# state = {\\n`: the objects line unchanged (a writer keeps the objects),
-    a relations line of "<object> is <verb> <object>" strings, then one line per object, in order, whose
-    dict holds only `vocab`'s attributes, then `# }`. Every string it admits parses with parse_state."""
+def writer_node(objects: Sequence[str], vocab: Vocabulary, added: Sequence[str] = ()) -> Node:
+    """The writer's answer after `# state = {\\n`: the objects line as it is, optionally followed by names
+    of `added` (objects the person named that the state lacks: a block hidden under a cup), a relations line
+    of "<object> is <verb> <object>" strings, then one line per object, in order, and optionally lines for
+    added objects, whose dicts hold only `vocab`'s attributes, then `# }`. Every string it admits parses
+    with parse_state."""
     if not objects:
         raise ValueError("the writer grammar needs the state's objects")
-    quoted = [json.dumps(o, ensure_ascii=False) for o in objects]
+    everything = [*objects, *added]
+    quoted = [json.dumps(o, ensure_ascii=False) for o in everything]
+    extra = quoted[len(objects):]
     name = Named("obj", lit_choice(quoted))
     word_free = Named("word", seq('"', Chars(_LOWER), Rep(Chars(_LOWER + " "), 0, WORD_CHARS - 1), '"'))
     digits = Rep(Chars("0123456789"), 1, NUMBER_DIGITS)
@@ -156,16 +160,22 @@ def writer_node(objects: Sequence[str], vocab: Vocabulary) -> Node:
     n_keys = max(len(attrs), 1)
     value = Named("attrs", alt("{}", seq("{", attr, Rep(seq(", ", attr), 0, n_keys - 1), "}")))
     verb = lit_choice(list(vocab.verbs)) if vocab.verbs else Rep(Chars(_LOWER), 1, WORD_CHARS)
-    bare = [o.replace('"', "") for o in objects]
+    bare = [o.replace("\"", "") for o in everything]
     relation = Named("rel", seq('"', lit_choice(bare), " is ", verb, " ", lit_choice(bare), '"'))
-    lines: list[Node | str] = [f'# "objects": [{", ".join(quoted)}],\n',
+    fixed = quoted[: len(objects)]
+    new_name = Named("new-obj", lit_choice(extra)) if extra else None
+    more_names: Node | str = Rep(seq(", ", new_name), 0, len(extra)) if new_name is not None else ""
+    lines: list[Node | str] = [seq(f'# "objects": [{", ".join(fixed)}', more_names, "],\n"),
                                seq('# "relations": ', listing(relation), ",\n")]
-    for i, q in enumerate(quoted):
-        lines.append(seq(f"# {q}: ", value, ",\n" if i < len(quoted) - 1 else "\n"))
-    lines.append("# }")
+    for q in fixed[:-1]:
+        lines.append(seq(f"# {q}: ", value, ",\n"))
+    last = seq(f"# {fixed[-1]}: ", value)
+    if new_name is not None:  # lines of added objects (the parser keeps any key; the objects line lists them)
+        last = seq(last, Rep(seq(",\n# ", new_name, ": ", value), 0, len(extra)))
+    lines.extend([last, "\n# }"])
     return seq(*lines)
 
 
-def writer_grammar(objects: Sequence[str], vocab: Vocabulary) -> str:
+def writer_grammar(objects: Sequence[str], vocab: Vocabulary, added: Sequence[str] = ()) -> str:
     """GBNF text of the writer grammar."""
-    return render(writer_node(objects, vocab))
+    return render(writer_node(objects, vocab, added))

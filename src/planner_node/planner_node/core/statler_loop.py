@@ -126,6 +126,8 @@ class _Run:
     history: list[tuple[str, str]] = field(default_factory=list)  # (query, accepted code)
     movable: list[str] = field(default_factory=list)  # objects the robot can pick (empty: every object)
     writer_vocab: Vocabulary | None = None  # what the writer's demonstrations say (constrained decoding)
+    kinds: list[str] = field(default_factory=list)  # categories of the movable objects ("block", "cup")
+    mentioned: list[str] = field(default_factory=list)  # objects the person named that perception does not see
     steps: list[StepRecord] = field(default_factory=list)
     executed: int = 0
     on_table: dict[str, str] = field(default_factory=dict)  # table location -> block placed there
@@ -168,7 +170,8 @@ def reader_grammar_of(run: _Run) -> str | None:
     target among the objects, the scene's locations and "table"."""
     if not run.settings.constrained or run.variant.unified:
         return None
-    return reader_grammar(run.variant.allowed, run.movable or run.objects, [*run.objects, *run.locations, TABLE])
+    return reader_grammar(run.variant.allowed, [*(run.movable or run.objects), *run.mentioned],
+                          [*run.objects, *run.mentioned, *run.locations, TABLE])
 
 
 def writer_grammar_of(run: _Run) -> str | None:
@@ -187,7 +190,34 @@ def writer_grammar_of(run: _Run) -> str | None:
             except StateParseError:
                 continue  # a demonstration state that does not parse teaches nothing
         run.writer_vocab = vocabulary_of(states)
-    return writer_grammar(objects, run.writer_vocab)
+    added = [m for m in run.mentioned if _key(m) not in {_key(o) for o in objects}]
+    return writer_grammar(objects, run.writer_vocab, added)
+
+
+def mentioned_objects(queries: Sequence[str], kinds: Sequence[str], known: Sequence[str]) -> list[str]:
+    """Objects the person named ("<word> <kind>", e.g. "the pink block is under the blue cup") that are not
+    among the `known` names: perception cannot see them (hidden under a cup), but the person's word makes
+    them objects the program may name. Only kinds of movable objects; in order of first mention."""
+    if not kinds:
+        return []
+    pattern = re.compile(r"\b([a-z]+) (" + "|".join(re.escape(k) for k in kinds) + r")s?\b", re.IGNORECASE)
+    seen = {_key(n) for n in known}
+    out: list[str] = []
+    for query in queries:
+        for m in pattern.finditer(query):
+            word = m[1].lower()
+            if word in _NOT_NAMES:
+                continue
+            name = f"{word} {m[2].lower()}"
+            if _key(name) not in seen:
+                seen.add(_key(name))
+                out.append(name)
+    return out
+
+
+_NOT_NAMES = frozenset({"the", "a", "an", "each", "every", "all", "any", "other", "one", "which", "that", "this",
+                        "same", "empty", "lightest", "heaviest", "dirty", "clean", "first", "second", "last",
+                        "next", "top", "bottom", "left", "right", "middle", "single", "no", "some", "both"})
 
 
 def movable_objects(ep: EpisodeContext, items: Sequence[SceneItem], objects: Sequence[str]) -> list[str]:
@@ -239,7 +269,10 @@ def ask_writer(run: _Run, update: str, index: int) -> State:
                                    max_tokens=s.max_tokens_state, grammar=writer_grammar_of(run), log=ep.log)
         text = "# state = {\n" + gen.text
         try:
-            return parse_state(text, s.max_state_chars)
+            state = parse_state(text, s.max_state_chars)
+            if isinstance(state.get("objects"), list):  # a name written twice is one object
+                state["objects"] = list(dict.fromkeys(state["objects"]))
+            return state
         except StateParseError as e:
             reason = str(e)
         _reject(ep, "writer", gen.text, reason, attempt, index)
@@ -268,8 +301,8 @@ def check_names(run: _Run, program: Program) -> None:
     ERROR event and a re-prompt, never a skill request. Without a known scene nothing is checked."""
     if not run.objects:
         return
-    objects = {_key(n) for n in run.objects}
-    movable = {_key(n) for n in run.movable} or objects
+    objects = {_key(n) for n in [*run.objects, *run.mentioned]}
+    movable = ({_key(n) for n in run.movable} or objects) | {_key(n) for n in run.mentioned}
     targets = objects | {_key(n) for n in run.locations} | {TABLE}
     for call in program.calls:
         if call.function != PUT or len(call.args) != 2:
@@ -277,7 +310,7 @@ def check_names(run: _Run, program: Program) -> None:
         obj, target = (_key(a) for a in call.args)
         if obj not in objects:
             raise CodeRejected(f"{call.source}: the scene has no object {call.args[0]!r} "
-                               f"(objects: {', '.join(sorted(run.objects))})")
+                               f"(objects: {', '.join(sorted([*run.objects, *run.mentioned]))})")
         if obj not in movable:
             raise CodeRejected(f"{call.source}: the {call.args[0]} cannot be moved "
                                f"(movable: {', '.join(sorted(run.movable))})")
@@ -432,6 +465,7 @@ def run_statler(ep: EpisodeContext, variant: Variant) -> EpisodeResult:
         run = _Run(ep, variant, s, reader, writer, list(init["objects"]),
                    [i.name for i in items if i.category == "location"], init, dict(init), list(queries))
         run.movable = movable_objects(ep, items, run.objects)
+        run.kinds = sorted({i.category for i in items if _key(i.name) in {_key(m) for m in run.movable}})
         if variant.writer:
             run.writer_llm = role_backend(ep.llm, s.writer_llm, "Statler writer", ep.log)
         first = 0
@@ -456,6 +490,7 @@ def run_statler(ep: EpisodeContext, variant: Variant) -> EpisodeResult:
             if index >= len(run.queries):
                 break
             query = run.queries[index]
+            run.mentioned = mentioned_objects(run.queries[: index + 1], run.kinds, [*run.objects, *run.locations])
             kind = EventKind.HUMAN_INSTRUCTION if index < len(queries) else EventKind.HUMAN_INTERJECTION
             transcript.append(kind, query, {"statler": "query", "query": query, "query_index": index,
                                             "instruction": query})
