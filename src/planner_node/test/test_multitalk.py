@@ -542,27 +542,40 @@ class Scorer(Dialogue):
         return ScoreResult(scores, len(prompt) // 4, 1, 0.0)
 
 
-def test_scored_planner_writes_the_plan_format_and_a_revision_differs(make_runner: Any, world_ports: Any) -> None:
+def test_scored_planner_writes_the_plan_format_is_deferred_to_and_solves_the_task(make_runner: Any,
+                                                                                  world_ports: Any) -> None:
     world = scene()
     ports = geo_ports(world_ports, world, WS)
-    # the Analyzer rejects the first plan; the scored Planner must not write that plan again
+    # the Analyzer rejects the first plan; scoring writes it again, and MultiTalk defers to it
     llm = Scorer([("red block", "red bowl"), ("blue block", "blue bowl")],
-                 ["Step-by-step Instructions:\n1: The plan is not checked yet # check again", "Feasible Plan!"])
+                 ["Step-by-step Instructions:\n1: The plan is not checked yet # check again"])
     out = run(make_runner, llm, ports, **{"multitalk.planner_decoding": "scored", "multitalk.constrained": True})
     assert out.result.error == EpisodeError.NONE, out.result.reason
     plans = [e.data["output"] for e in out.events if e.data.get("multitalk") == "planner"]
-    assert plans[0] == ("Step-by-step Instructions:\n"
-                        "1: grasp((0.4, 0.1, 0.02)) # grasp the red block\n"
-                        "2: move((0.5, 0.2, 0.0)) # put the red block in the red bowl\n"
-                        "3: grasp((0.6, -0.1, 0.02)) # grasp the blue block\n"
-                        "4: move((0.35, -0.2, 0.0)) # put the blue block in the blue bowl\n"
-                        "5: home() # the task is done")
-    assert len(plans) == 2 and plans[1] != plans[0]  # the rejected plan is not written again
-    assert parse_planner_output(plans[1]).kind == PLAN
+    assert plans == [("Step-by-step Instructions:\n"
+                      "1: grasp((0.4, 0.1, 0.02)) # grasp the red block\n"
+                      "2: move((0.5, 0.2, 0.0)) # put the red block in the red bowl\n"
+                      "3: grasp((0.6, -0.1, 0.02)) # grasp the blue block\n"
+                      "4: move((0.35, -0.2, 0.0)) # put the blue block in the blue bowl\n"
+                      "5: home() # the task is done")] * 2
+    assert "analyzer_deferred" in stages(out.events)
+    assert world.is_on("red block", "red bowl") and world.is_on("blue block", "blue bowl")
     scores = [e for e in out.events if e.data.get("multitalk") == "planner_scores"]
     assert len(scores) == 2 and all(sum(c["chosen"] for c in step) == 1 for step in scores[0].data["steps"])
-    # every candidate of a grasp step names a graspable object or ends the plan; none is generated
+    # every candidate is a grasp of an object (never a bowl), a move, or the end; nothing is generated
     for _prompt, candidates in llm.calls:
-        assert all(re.match(r"^\d+: (grasp|move)\(\(.*\)\) # |^\d+: home\(\) # the task is done$", c) for c in candidates)
-    assert not any("bowl" in c for p, cs in llm.calls for c in cs if c.split(": ", 1)[1].startswith("grasp"))
-    assert llm.prompts["Planner"] == []  # nothing was generated for the Planner
+        assert all(re.match(r"^\d+: (grasp|move)\(\(.*\)\) # |^\d+: home\(\) # the task is done$", c)
+                   for c in candidates)
+    assert not any("bowl" in c for _p, cs in llm.calls for c in cs if c.split(": ", 1)[1].startswith("grasp"))
+    assert llm.prompts["Planner"] == []
+
+
+def test_a_scored_plan_the_person_rejects_is_not_written_again(make_runner: Any, world_ports: Any) -> None:
+    world = scene()
+    ports = geo_ports(world_ports, world, WS)
+    llm = Scorer([("red block", "red bowl"), ("blue block", "blue bowl")], ["Feasible Plan!", "Feasible Plan!"])
+    out = run(make_runner, llm, ports, Asker(["no, not like that", "yes"]),
+              **{"multitalk.planner_decoding": "scored", "multitalk.accept_gate": "ask"})
+    assert out.result.error == EpisodeError.NONE, out.result.reason
+    plans = [e.data["output"] for e in out.events if e.data.get("multitalk") == "planner"]
+    assert len(plans) == 2 and plans[1] != plans[0] and parse_planner_output(plans[1]).kind == PLAN

@@ -460,9 +460,8 @@ def _loop(run: _Run) -> EpisodeResult:
                           "analyzer_deferred", feasible=True)
             else:
                 verdict = _analyze(run, out)
-                if not verdict.feasible:
+                if not verdict.feasible:  # a scored plan may come back unchanged: then it is deferred to
                     commented = out.actions
-                    _rejected(run)
                     message = fill(run.planner_file.block("analyzer_feedback"), {"comments": verdict.comments})
                     source = "analyzer_feedback"
                     continue
@@ -487,7 +486,8 @@ def _loop(run: _Run) -> EpisodeResult:
 
 
 def _rejected(run: _Run) -> None:
-    """Remember the scored plan just rejected, so that the next scored answer differs from it."""
+    """Remember the scored plan the simulator or the person just rejected, so that the next scored answer
+    differs from it (after the Analyzer's comments the same plan may come back and be deferred to)."""
     if run.plan_lines and run.plan_lines not in run.rejected_plans:
         run.rejected_plans.append(run.plan_lines)
 
