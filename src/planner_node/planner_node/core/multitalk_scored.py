@@ -14,8 +14,9 @@ answer so far, and the most likely one is kept. Admissible lines, from the perce
 The score of a line is the sum of its tokens' natural-log probabilities (the reasoning text included, so
 the object's name takes part in the choice). Lines that would repeat a plan the simulator or the person
 rejected in the episode are skipped when another line is left, so a revision after such feedback is a
-different plan; after the Analyzer's comments the same plan may come back (MultiTalk's deferral). The answer always parses (parse_planner_output), so it is never re-prompted. Questions and
-perception reruns are left to generated answers (`planner_decoding: generate`).
+different plan; after the Analyzer's comments the same plan may come back (MultiTalk's deferral). The
+answer always parses (parse_planner_output), so it is never re-prompted. Questions and perception reruns
+are left to generated answers (`planner_decoding: generate`).
 """
 from __future__ import annotations
 
