@@ -564,7 +564,7 @@ def test_scored_planner_writes_the_plan_format_is_deferred_to_and_solves_the_tas
     assert len(scores) == 2 and all(sum(c["chosen"] for c in step) == 1 for step in scores[0].data["steps"])
     # every candidate is a grasp of an object (never a bowl), a move, or the end; nothing is generated
     for _prompt, candidates in llm.calls:
-        assert all(re.match(r"^\d+: (grasp|move)\(\(.*\)\) # |^\d+: home\(\) # the task is done$", c)
+        assert all(re.match(r"^\d+: (grasp|move)\(\(.*\)\) #( |$)|^\d+: home\(\) #( the task is done)?$", c)
                    for c in candidates)
     assert not any("bowl" in c for _p, cs in llm.calls for c in cs if c.split(": ", 1)[1].startswith("grasp"))
     assert llm.prompts["Planner"] == []
@@ -579,3 +579,34 @@ def test_a_scored_plan_the_person_rejects_is_not_written_again(make_runner: Any,
     assert out.result.error == EpisodeError.NONE, out.result.reason
     plans = [e.data["output"] for e in out.events if e.data.get("multitalk") == "planner"]
     assert len(plans) == 2 and plans[1] != plans[0] and parse_planner_output(plans[1]).kind == PLAN
+
+
+def test_scored_lines_are_ranked_by_their_reasoning_and_an_object_is_grasped_once() -> None:
+    from monologue_llm.base import CandidateScore, ScoreResult
+    from planner_node.core.multitalk_scored import scored_plan
+
+    class Digits:
+        """Round numbers are likely (each digit costs 1 nat); the reasoning "red block ... red bowl" and
+        grasping the red block again are likelier still if whole lines were compared."""
+
+        def score(self, prompt: str, candidates: Sequence[str]) -> Any:
+            def lp(c: str) -> float:
+                value = -float(sum(ch.isdigit() for ch in c.split("#")[0]))
+                if c.endswith("put the red block in the red bowl"):
+                    value += 1.5
+                if "grasp the red block" in c:
+                    value += 20.0
+                return value
+            return ScoreResult(tuple(CandidateScore(c, lp(c), 1, (lp(c),)) for c in candidates), 1, 1, 0.0)
+
+    boxes = [Box("red block", "block", (0.04, 0.04, 0.04), (0.412, 0.137, 0.02)),
+             Box("blue block", "block", (0.04, 0.04, 0.04), (0.611, -0.143, 0.02)),
+             Box("red bowl", "bowl", (0.12, 0.12, 0.05), (0.538, 0.221, 0.0)),
+             Box("top side", "location", (0.0, 0.0, 0.0), (0.7, 0.0, 0.0))]
+    text, trace = scored_plan(Digits(), "Planner:\n", boxes, 3, max_pairs=2)  # type: ignore[arg-type]
+    lines = text.splitlines()[1:]
+    assert lines[0] == "1: grasp((0.412, 0.137, 0.02)) # grasp the red block"
+    assert lines[1] == "2: move((0.538, 0.221, 0.0)) # put the red block in the red bowl"  # not the top side
+    assert lines[2] == "3: grasp((0.611, -0.143, 0.02)) # grasp the blue block"  # the red block is not offered again
+    assert lines[-1] == "5: home() # the task is done" and len(trace) == 5
+    assert all(parse_planner_output(text).steps)

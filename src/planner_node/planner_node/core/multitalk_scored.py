@@ -11,8 +11,11 @@ answer so far, and the most likely one is kept. Admissible lines, from the perce
   location, and, once a pair is in the plan, `home() # the task is done` (which ends the plan);
 - even steps: `move((<centre>)) # put the <grasped object> in|on the <target>` for every other box.
 
-The score of a line is the sum of its tokens' natural-log probabilities (the reasoning text included, so
-the object's name takes part in the choice). Lines that would repeat a plan the simulator or the person
+A line is ranked by the log-probability of its reasoning given the rest of the line (natural log: the
+whole line's minus that of the line up to its `#`): the coordinates are fixed by the object named in the
+reasoning, and round numbers of a table location would otherwise win over a bowl's (on the 270M model,
+whole lines put every block on the first location listed). An object is grasped at most once per plan
+(after its move, its centre no longer holds it). Lines that would repeat a plan the simulator or the person
 rejected in the episode are skipped when another line is left, so a revision after such feedback is a
 different plan; after the Analyzer's comments the same plan may come back (MultiTalk's deferral). The
 answer always parses (parse_planner_output), so it is never re-prompted. Questions and perception reruns
@@ -35,7 +38,7 @@ HOME_LINE = "home() # the task is done"
 @dataclass(frozen=True)
 class ScoredLine:
     line: str  # without the step number
-    logprob: float  # sum of natural-log token probabilities
+    logprob: float  # natural-log probability of the reasoning given the line before it
     chosen: bool
 
 
@@ -66,9 +69,10 @@ def scored_plan(llm: LLMBackend, prompt: str, boxes: Sequence[Box], digits: int,
     trace: list[list[ScoredLine]] = []
     banned = {tuple(r) for r in rejected}
     pairs = 0
+    moved: set[str] = set()
     while True:
-        options: dict[str, Box | None] = dict(grasps)
-        if pairs:
+        options: dict[str, Box | None] = {t: b for t, b in grasps.items() if b.name not in moved}
+        if pairs or not options:
             options[HOME_LINE] = None
         if pairs >= max_pairs:
             options = {HOME_LINE: None}
@@ -76,6 +80,7 @@ def scored_plan(llm: LLMBackend, prompt: str, boxes: Sequence[Box], digits: int,
         lines.append(line)
         if held is None:
             break
+        moved.add(held.name)
         line, _ = _choose(llm, prompt, lines, dict(move_lines(boxes, held, digits)), banned, trace, log)
         lines.append(line)
         pairs += 1
@@ -92,8 +97,11 @@ def _choose(llm: LLMBackend, prompt: str, lines: list[str], options: dict[str, B
     head = _render(lines) + "\n" if lines else PLAN_HEADER + "\n"
     k = len(lines) + 1
     texts = list(options)
-    scores = llm.score(prompt + head, [f"{k}: {t}" for t in texts]).scores
-    ranked = sorted(zip(texts, (s.logprob for s in scores), strict=True), key=lambda p: -p[1])
+    fulls = [f"{k}: {t}" for t in texts]
+    heads = [f"{k}: {t.split(' #', 1)[0]} #" for t in texts]  # the line up to its reasoning
+    scores = llm.score(prompt + head, [*fulls, *heads]).scores
+    reasoning = [f.logprob - h.logprob for f, h in zip(scores[: len(texts)], scores[len(texts):], strict=True)]
+    ranked = sorted(zip(texts, reasoning, strict=True), key=lambda p: -p[1])
     # a line that completes a rejected plan (home() after it, or its last move) is skipped if another is left
     allowed = [t for t, _ in ranked if not _completes(lines, t, banned)] or [ranked[0][0]]
     best = allowed[0]
