@@ -549,7 +549,8 @@ def test_scored_planner_writes_the_plan_format_is_deferred_to_and_solves_the_tas
     # the Analyzer rejects the first plan; scoring writes it again, and MultiTalk defers to it
     llm = Scorer([("red block", "red bowl"), ("blue block", "blue bowl")],
                  ["Step-by-step Instructions:\n1: The plan is not checked yet # check again"])
-    out = run(make_runner, llm, ports, **{"multitalk.planner_decoding": "scored", "multitalk.constrained": True})
+    out = run(make_runner, llm, ports, **{"multitalk.planner_decoding": "scored", "multitalk.constrained": True,
+                                          "multitalk.scored_calibration": False})
     assert out.result.error == EpisodeError.NONE, out.result.reason
     plans = [e.data["output"] for e in out.events if e.data.get("multitalk") == "planner"]
     assert plans == [("Step-by-step Instructions:\n"
@@ -575,7 +576,8 @@ def test_a_scored_plan_the_person_rejects_is_not_written_again(make_runner: Any,
     ports = geo_ports(world_ports, world, WS)
     llm = Scorer([("red block", "red bowl"), ("blue block", "blue bowl")], ["Feasible Plan!", "Feasible Plan!"])
     out = run(make_runner, llm, ports, Asker(["no, not like that", "yes"]),
-              **{"multitalk.planner_decoding": "scored", "multitalk.accept_gate": "ask"})
+              **{"multitalk.planner_decoding": "scored", "multitalk.accept_gate": "ask",
+                 "multitalk.scored_calibration": False})
     assert out.result.error == EpisodeError.NONE, out.result.reason
     plans = [e.data["output"] for e in out.events if e.data.get("multitalk") == "planner"]
     assert len(plans) == 2 and plans[1] != plans[0] and parse_planner_output(plans[1]).kind == PLAN
@@ -610,3 +612,35 @@ def test_scored_lines_are_ranked_by_their_reasoning_and_an_object_is_grasped_onc
     assert lines[2] == "3: grasp((0.611, -0.143, 0.02)) # grasp the blue block"  # the red block is not offered again
     assert lines[-1] == "5: home() # the task is done" and len(trace) == 5
     assert all(parse_planner_output(text).steps)
+
+
+def test_calibrated_scoring_removes_what_the_model_says_whatever_the_task(make_runner: Any, world_ports: Any) -> None:
+    from monologue_llm.base import CandidateScore, ScoreResult
+
+    class Prior(Dialogue):
+        """"on the left side" is likely under any prompt (+2); the task makes the matching bowl likelier (+1)."""
+
+        def __init__(self) -> None:
+            super().__init__([], ["Feasible Plan!"])
+            self.baselines = 0
+
+        def score(self, prompt: str, candidates: Sequence[str]) -> Any:
+            with_task = TASK in prompt
+            self.baselines += not with_task
+
+            def lp(c: str) -> float:
+                value = 2.0 if c.endswith("on the left side") else 0.0
+                if with_task and re.search(r"put the (\w+) block in the \1 bowl$", c):
+                    value += 1.0
+                return value - len(c) / 1000
+            return ScoreResult(tuple(CandidateScore(c, lp(c), 1, (lp(c),)) for c in candidates), 1, 1, 0.0)
+
+    plans = {}
+    for calibrated in (False, True):
+        llm = Prior()
+        out = run(make_runner, llm, geo_ports(world_ports, scene(), WS),  # its table locations include the left side
+                  **{"multitalk.planner_decoding": "scored", "multitalk.scored_calibration": calibrated})
+        plans[calibrated] = [e.data["output"] for e in out.events if e.data.get("multitalk") == "planner"][0]
+        assert (llm.baselines > 0) == calibrated
+    assert "put the red block on the left side" in plans[False]
+    assert "put the red block in the red bowl" in plans[True] and "put the blue block in the blue bowl" in plans[True]

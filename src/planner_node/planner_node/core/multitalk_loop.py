@@ -206,8 +206,9 @@ def _scored_answer(run: _Run, llm: LLMBackend, prompt: str) -> str:
     """The Planner's plan chosen line by line by scoring (core.multitalk_scored); every scored line goes
     to the transcript, and a plan rejected earlier in the episode is not written again."""
     graspable = [b for b in run.boxes if b.category not in (LOCATION, "bowl")]
+    baseline = prompt.replace(run.task, "N/A") if run.s.scored_calibration and run.task in prompt else None
     text, trace = scored_plan(llm, prompt, run.boxes, run.s.digits, max(len(graspable), 1),
-                              run.rejected_plans, run.ep.log)
+                              run.rejected_plans, run.ep.log, baseline)
     run.plan_lines = tuple(line for step in trace for line in (c.line for c in step if c.chosen))
     run.event(EventKind.ROBOT_THOUGHT, f"Planner lines scored: {len(trace)} steps", "planner_scores",
               steps=[[{"line": c.line, "logprob": round(c.logprob, 4), "chosen": c.chosen} for c in step]

@@ -59,9 +59,12 @@ def move_lines(boxes: Sequence[Box], held: Box, digits: int) -> dict[str, Box]:
 
 def scored_plan(llm: LLMBackend, prompt: str, boxes: Sequence[Box], digits: int, max_pairs: int,
                 rejected: Sequence[tuple[str, ...]] = (), log: logging.Logger | None = None,
-                ) -> tuple[str, list[list[ScoredLine]]]:
+                baseline: str | None = None) -> tuple[str, list[list[ScoredLine]]]:
     """The Planner's answer (text) for `prompt` (which ends with the Planner's open turn) and, per step,
-    every line that was scored. `rejected`: earlier plans' lines (without numbers) not to repeat."""
+    every line that was scored. `rejected`: earlier plans' lines (without numbers) not to repeat.
+    `baseline`: the same prompt without the task (contextual calibration): each line's score is then its
+    reasoning's log-probability minus that under the baseline, so what the model says whatever the task
+    (the first table location) no longer wins."""
     grasps = grasp_lines(boxes, digits)
     if not grasps:
         raise ValueError("no graspable object in the scene: a plan cannot be scored")
@@ -76,12 +79,12 @@ def scored_plan(llm: LLMBackend, prompt: str, boxes: Sequence[Box], digits: int,
             options[HOME_LINE] = None
         if pairs >= max_pairs:
             options = {HOME_LINE: None}
-        line, held = _choose(llm, prompt, lines, options, banned, trace, log)
+        line, held = _choose(llm, prompt, lines, options, banned, trace, log, baseline)
         lines.append(line)
         if held is None:
             break
         moved.add(held.name)
-        line, _ = _choose(llm, prompt, lines, dict(move_lines(boxes, held, digits)), banned, trace, log)
+        line, _ = _choose(llm, prompt, lines, dict(move_lines(boxes, held, digits)), banned, trace, log, baseline)
         lines.append(line)
         pairs += 1
     return _render(lines), trace
@@ -91,16 +94,23 @@ def _render(lines: Sequence[str]) -> str:
     return PLAN_HEADER + "\n" + "\n".join(f"{k}: {line}" for k, line in enumerate(lines, 1))
 
 
+def _reasoning(llm: LLMBackend, prompt: str, k: int, texts: Sequence[str]) -> list[float]:
+    """Per line, the log-probability of its reasoning given `prompt` and the line before its `#`."""
+    fulls = [f"{k}: {t}" for t in texts]
+    heads = [f"{k}: {t.split(' #', 1)[0]} #" for t in texts]  # the line up to its reasoning
+    scores = llm.score(prompt, [*fulls, *heads]).scores
+    return [f.logprob - h.logprob for f, h in zip(scores[: len(texts)], scores[len(texts):], strict=True)]
+
+
 def _choose(llm: LLMBackend, prompt: str, lines: list[str], options: dict[str, Box | None],
             banned: set[tuple[str, ...]], trace: list[list[ScoredLine]],
-            log: logging.Logger | None) -> tuple[str, Box | None]:
+            log: logging.Logger | None, baseline: str | None = None) -> tuple[str, Box | None]:
     head = _render(lines) + "\n" if lines else PLAN_HEADER + "\n"
     k = len(lines) + 1
     texts = list(options)
-    fulls = [f"{k}: {t}" for t in texts]
-    heads = [f"{k}: {t.split(' #', 1)[0]} #" for t in texts]  # the line up to its reasoning
-    scores = llm.score(prompt + head, [*fulls, *heads]).scores
-    reasoning = [f.logprob - h.logprob for f, h in zip(scores[: len(texts)], scores[len(texts):], strict=True)]
+    reasoning = _reasoning(llm, prompt + head, k, texts)
+    if baseline is not None:
+        reasoning = [r - b for r, b in zip(reasoning, _reasoning(llm, baseline + head, k, texts), strict=True)]
     ranked = sorted(zip(texts, reasoning, strict=True), key=lambda p: -p[1])
     # a line that completes a rejected plan (home() after it, or its last move) is skipped if another is left
     allowed = [t for t, _ in ranked if not _completes(lines, t, banned)] or [ranked[0][0]]

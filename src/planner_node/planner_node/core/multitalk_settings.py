@@ -52,6 +52,7 @@ class MultitalkSettings:
     grammar_coordinates: str = "scene"  # one of GRAMMAR_COORDINATES
     grammar_plan: str = "pairs"  # one of GRAMMAR_PLANS
     planner_decoding: str = "generate"  # one of PLANNER_DECODINGS (core.multitalk_scored)
+    scored_calibration: bool = True  # scored: minus each line's score under the prompt with the task as "N/A"
 
     def prompt_path(self, role: str) -> Path:
         return self.prompt_dir / f"{self.prompts[role]}.txt"
@@ -83,4 +84,5 @@ def read_multitalk_settings(r: ParamReader, prompt_dir: str) -> MultitalkSetting
         grammar_coordinates=r.string("multitalk.grammar_coordinates", choices=GRAMMAR_COORDINATES),
         grammar_plan=r.string("multitalk.grammar_plan", choices=GRAMMAR_PLANS),
         planner_decoding=r.string("multitalk.planner_decoding", choices=PLANNER_DECODINGS),
+        scored_calibration=r.boolean("multitalk.scored_calibration"),
     )
