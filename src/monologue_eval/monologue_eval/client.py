@@ -84,9 +84,13 @@ def run_episode(
                 raise ValueError(f"ExecuteInstruction goals have no field {name!r}")
             setattr(goal, name, value)
         send = client.send_goal_async(goal, feedback_callback=on_feedback)
-        executor.spin_until_future_complete(send, timeout_sec=30.0)
+        # the action server is discovered as soon as the planner has created it; the planner answers once its
+        # node spins, which on a loaded machine can be well after that (model loading): wait as for the server
+        executor.spin_until_future_complete(send, timeout_sec=ready_timeout_s)
         handle = send.result()
-        if handle is None or not handle.accepted:
+        if handle is None:
+            raise RuntimeError(f"the planner did not answer the instruction within {ready_timeout_s:.0f} s")
+        if not handle.accepted:
             raise RuntimeError("the planner rejected the instruction")
         result_future = handle.get_result_async()
         deadline = time.monotonic() + timeout_s
