@@ -115,6 +115,22 @@ def test_every_sampled_writer_state_parses_and_keeps_the_objects(prompt: str) ->
     assert (Expression in kinds) == (prompt in ("statler_weights_writer", "statler_auto_writer"))
 
 
+def test_every_sampled_unified_answer_splits_into_code_and_a_state() -> None:
+    from monologue_llm.gbnf import Node, seq
+    from planner_node.core.statler_grammar import Vocabulary, reader_node, writer_node
+    from planner_node.core.statler_state import parse_state
+
+    vocab = Vocabulary({"is": ("dirty", "clean")}, frozenset({"contains"}))
+    node: Node = seq(reader_node(CAP_FUNCTIONS, OBJECTS, TARGETS, end=False), "\n# state = {\n",
+                     writer_node(OBJECTS, vocab))
+    rng = random.Random(17)
+    for _ in range(200):
+        text = sample(node, rng)
+        code, state = text.split("\n# state = {\n")
+        assert parse_code(code, CAP_FUNCTIONS).calls
+        assert parse_state("# state = {\n" + state)["objects"] == OBJECTS
+
+
 def test_grammars_render_as_gbnf() -> None:
     for text in (planner_grammar(POINTS), planner_grammar(), analyzer_grammar(),
                  reader_grammar(STATLER_FUNCTIONS, OBJECTS, TARGETS)):

@@ -620,11 +620,15 @@ def test_constrained_reader_gets_the_scene_grammar(make_runner, world_ports) -> 
     grammar = llm.grammars[0]
     assert grammar is not None and '"cyan block"' in grammar and '"table"' in grammar
     assert "update_wm" not in grammar  # CaP's whitelist
-    # statler_unified writes a state after its code: no grammar
-    llm2 = GrammarCoder(reader=['noop()\n# state = {\n# "objects": []\n# }\n'])
-    run(make_runner, llm2, world_ports(world()), "Do nothing", strategy="statler_unified",
-        **{"statler.constrained": True})
-    assert llm2.grammars == [None]
+    # statler_unified: the program, then the state (the writer's grammar, the unified prompt's vocabulary)
+    llm2 = GrammarCoder(reader=["noop()\n# state = {\n" + state_text(cyan_block={"is": ["dirty"]})])
+    out2 = run(make_runner, llm2, world_ports(world()), "The cyan block is dirty", strategy="statler_unified",
+               **{"statler.constrained": True})
+    assert out2.result.error == EpisodeError.NONE, out2.result.reason
+    unified = llm2.grammars[0]
+    assert unified is not None and "noop()" in unified and "update_wm" not in unified
+    assert '\\n# state = {\\n' in unified and "dirty" in unified and '\\"cyan block\\"' in unified
+    assert statler_events(out2, "state")[-1].data["world_state"]["cyan block"] == {"is": ["dirty"]}
 
 
 def test_constrained_writer_gets_a_grammar_of_the_state_and_its_demonstrations(  # type: ignore[no-untyped-def]

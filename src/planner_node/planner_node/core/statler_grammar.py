@@ -30,9 +30,11 @@ _FORBIDDEN = "\"\\\n#="  # never inside a line's free text
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
-def reader_node(allowed: Collection[str], objects: Sequence[str] = (), targets: Sequence[str] = ()) -> Node:
+def reader_node(allowed: Collection[str], objects: Sequence[str] = (), targets: Sequence[str] = (),
+                end: bool = True) -> Node:
     """The reader grammar for the functions `allowed`; `objects` / `targets` restrict
-    put_first_on_second's first / second argument (empty: any name)."""
+    put_first_on_second's first / second argument (empty: any name). `end`: the program may end with the
+    demonstrations' next `# query:`."""
     text_char = Chars(_FORBIDDEN, negated=True)
     start = Chars(_ALNUM)  # a name or text starts with a letter or digit (never blank)
     text = Named("text", seq(start, Rep(text_char, 0, TEXT_CHARS - 1)))
@@ -54,7 +56,7 @@ def reader_node(allowed: Collection[str], objects: Sequence[str] = (), targets: 
     think = Named("think", seq("# THINK: ", text))
     line = alt(call, think)
     body = seq(Rep(seq(think, "\n"), 0, 2), call, Rep(seq("\n", line), 0, MAX_LINES - 1))
-    return seq(body, opt(END))
+    return seq(body, opt(END)) if end else body
 
 
 def reader_grammar(allowed: Collection[str], objects: Sequence[str] = (), targets: Sequence[str] = ()) -> str:
@@ -179,3 +181,11 @@ def writer_node(objects: Sequence[str], vocab: Vocabulary, added: Sequence[str] 
 def writer_grammar(objects: Sequence[str], vocab: Vocabulary, added: Sequence[str] = ()) -> str:
     """GBNF text of the writer grammar."""
     return render(writer_node(objects, vocab, added))
+
+
+def unified_grammar(allowed: Collection[str], objects: Sequence[str], targets: Sequence[str],
+                    state_objects: Sequence[str], vocab: Vocabulary, added: Sequence[str] = ()) -> str:
+    """GBNF text of Statler-Unified's answer: the reader's program, then `# state = {` and the writer's
+    state (writer_node) after it."""
+    return render(seq(reader_node(allowed, objects, targets, end=False), "\n# state = {\n",
+                      writer_node(state_objects, vocab, added)))

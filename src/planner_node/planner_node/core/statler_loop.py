@@ -44,7 +44,7 @@ from .human import is_stop_request
 from .ports import PortUnavailable, SceneItem, SkillOption
 from .role_llm import role_backend
 from .statler_code import CAP_FUNCTIONS, NOOP, PUT, SAY, STATLER_FUNCTIONS, UPDATE_WM, CodeRejected, Program, parse_code
-from .statler_grammar import Vocabulary, reader_grammar, vocabulary_of, writer_grammar
+from .statler_grammar import Vocabulary, reader_grammar, unified_grammar, vocabulary_of, writer_grammar
 from .statler_settings import MissingPrompt, StatlerSettings
 from .statler_state import State, StateParseError, initial_state, parse_state, render_state, to_json
 from .strategy import EpisodeContext
@@ -168,10 +168,18 @@ def reader_grammar_of(run: _Run) -> str | None:
     """The reader's GBNF grammar when `statler.constrained` (not statler_unified, whose answer goes on with
     a state): the variant's functions, put_first_on_second's object among the scene's objects and its
     target among the objects, the scene's locations and "table"."""
-    if not run.settings.constrained or run.variant.unified:
+    if not run.settings.constrained:
         return None
-    return reader_grammar(run.variant.allowed, [*(run.movable or run.objects), *run.mentioned],
-                          [*run.objects, *run.mentioned, *run.locations, TABLE])
+    objects = [*(run.movable or run.objects), *run.mentioned]
+    targets = [*run.objects, *run.mentioned, *run.locations, TABLE]
+    if run.variant.unified:  # the program, then the state after it (the writer's grammar)
+        state_objects = [str(o) for o in run.state.get("objects", [])]
+        if not state_objects:
+            return None
+        added = [m for m in run.mentioned if _key(m) not in {_key(o) for o in state_objects}]
+        return unified_grammar(run.variant.allowed, objects, targets, state_objects,
+                               demonstrated_vocabulary(run, run.reader_prompt), added)
+    return reader_grammar(run.variant.allowed, objects, targets)
 
 
 def writer_grammar_of(run: _Run) -> str | None:
@@ -182,16 +190,21 @@ def writer_grammar_of(run: _Run) -> str | None:
     objects = [str(o) for o in run.state.get("objects", [])]
     if not objects:
         return None
+    added = [m for m in run.mentioned if _key(m) not in {_key(o) for o in objects}]
+    return writer_grammar(objects, demonstrated_vocabulary(run, run.writer_prompt), added)
+
+
+def demonstrated_vocabulary(run: _Run, prompt: str) -> Vocabulary:
+    """The Vocabulary of the demonstration states in `prompt` (the writer's, or Statler-Unified's), once."""
     if run.writer_vocab is None:
         states = []
-        for block in run.writer_prompt.split("# state = {")[1:]:
+        for block in prompt.split("# state = {")[1:]:
             try:
                 states.append(parse_state("# state = {" + block))
             except StateParseError:
                 continue  # a demonstration state that does not parse teaches nothing
         run.writer_vocab = vocabulary_of(states)
-    added = [m for m in run.mentioned if _key(m) not in {_key(o) for o in objects}]
-    return writer_grammar(objects, run.writer_vocab, added)
+    return run.writer_vocab
 
 
 def mentioned_objects(queries: Sequence[str], kinds: Sequence[str], known: Sequence[str]) -> list[str]:
