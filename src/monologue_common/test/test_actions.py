@@ -117,3 +117,49 @@ def test_goal_result_and_cancel_answered_while_their_requests_are_still_being_se
     assert _wait(handle2.get_result_async(), 5.0, "canceled result").result.error_msg == "canceled"
     assert slow.sent == ["send_goal_request", "send_result_request", "send_goal_request",
                          "send_cancel_request", "send_result_request"]
+
+
+class _LosesGoalResponses(_SlowSendHandle):
+    """The client's rcl handle, whose goal responses are taken and dropped (as DDS drops a response to a
+    client the server has not discovered yet)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "take_goal_response":
+            real = getattr(self._handle, name)
+
+            def drop(*args: Any) -> Any:
+                real(*args)
+                self.sent.append("dropped goal response")
+                return (None, None)
+            return drop
+        return super().__getattr__(name)
+
+
+def test_a_goal_whose_response_was_lost_is_followed_from_the_server_status(graph: Any) -> None:
+    import uuid
+
+    from unique_identifier_msgs.msg import UUID
+
+    from monologue_common.actions import ActionClient
+    from monologue_interfaces.action import ExecuteSkill
+
+    node, _executor, release = graph
+    client = ActionClient(node, ExecuteSkill, "execute_skill")
+    assert client.wait_for_server(timeout_sec=5.0)
+    lossy = _LosesGoalResponses(client._client_handle)
+    client._client_handle = lossy
+    goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+    send = client.send_goal_async(ExecuteSkill.Goal(skill="pick", args=["a"]), goal_uuid=goal_id)
+    other = UUID(uuid=list(uuid.uuid4().bytes))
+    handle = None
+    deadline = time.monotonic() + 5.0
+    while handle is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        handle = client.goal_handle_from_status(goal_id)
+    assert handle is not None and handle.accepted and not send.done()  # the response never came
+    assert "dropped goal response" in lossy.sent
+    assert client.goal_handle_from_status(other) is None  # a goal the server never had
+    result_future = handle.get_result_async()
+    release.set()
+    result = _wait(result_future, 5.0, "result of the recovered goal")
+    assert result.result.error_msg == "done"

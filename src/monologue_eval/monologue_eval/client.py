@@ -8,6 +8,7 @@ import itertools
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no 
 GROUND_TRUTH_TOPIC = "sim/ground_truth"  # the simulator's (or kinematic tabletop's) exact world
 SCENE_TOPIC = "scene/description"  # what perception sees (every robot)
 _CLIENT_IDS = itertools.count()  # one node name per run_episode call (rosout wants unique names)
+GOAL_RESPONSE_GRACE_S = 5.0  # s: after this long without a goal response, the server's status may answer
 
 
 def run_episode(
@@ -46,6 +48,7 @@ def run_episode(
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.utilities import ok
+    from unique_identifier_msgs.msg import UUID
 
     from monologue_common.actions import ActionClient
     from monologue_common.qos import LATCHED
@@ -83,11 +86,24 @@ def run_episode(
             if not hasattr(goal, name):
                 raise ValueError(f"ExecuteInstruction goals have no field {name!r}")
             setattr(goal, name, value)
-        send = client.send_goal_async(goal, feedback_callback=on_feedback)
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+        send = client.send_goal_async(goal, feedback_callback=on_feedback, goal_uuid=goal_id)
         # the action server is discovered as soon as the planner has created it; the planner answers once its
-        # node spins, which on a loaded machine can be well after that (model loading): wait as for the server
-        executor.spin_until_future_complete(send, timeout_sec=ready_timeout_s)
-        handle = send.result()
+        # node spins, which on a loaded machine can be well after that (model loading): wait as for the server.
+        # A goal response can also be lost (DDS drops a service response to a client the server has not yet
+        # discovered) while the goal runs: after GOAL_RESPONSE_GRACE_S the server's status list is taken as
+        # the answer.
+        handle = None
+        deadline = time.monotonic() + ready_timeout_s
+        grace = time.monotonic() + GOAL_RESPONSE_GRACE_S
+        while handle is None and time.monotonic() < deadline:
+            executor.spin_until_future_complete(send, timeout_sec=0.5)
+            handle = send.result() if send.done() else None
+            if handle is None and time.monotonic() > grace:
+                handle = client.goal_handle_from_status(goal_id)
+                if handle is not None:
+                    logging.getLogger("monologue_eval").warning(
+                        "the planner's goal response was lost; its status shows the goal: following it")
         if handle is None:
             raise RuntimeError(f"the planner did not answer the instruction within {ready_timeout_s:.0f} s")
         if not handle.accepted:
