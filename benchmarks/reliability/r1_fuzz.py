@@ -151,7 +151,8 @@ class Scenario:
     @property
     def label(self) -> str:
         extra = ",".join(f"{k}={v}" for k, v in self.params if k in ("cape.method", "cape.demonstrations",
-                                                                      "multitalk.ablation", "multitalk.accept_gate"))
+                                                                      "multitalk.ablation", "multitalk.accept_gate",
+                                                                      "multitalk.planner_decoding"))
         return f"{self.strategy}/{self.profile}" + (f"[{extra}]" if extra else "")
 
 
@@ -185,9 +186,11 @@ def scenarios() -> list[Scenario]:
         elif name in STATLER_FAMILY:
             out.append(Scenario(name, "im_sim_object_success", "tabletop"))
         elif name == "multitalk":
-            for ablation, gate in (("full", "off"), ("no_analyzer", "off"), ("full", "ask")):
+            for ablation, gate, decoding in (("full", "off", "generate"), ("no_analyzer", "off", "generate"),
+                                             ("full", "ask", "generate"), ("full", "off", "scored")):
                 out.append(Scenario(name, "im_sim_object_success", "tabletop",
-                                    (("multitalk.ablation", ablation), ("multitalk.accept_gate", gate))))
+                                    (("multitalk.ablation", ablation), ("multitalk.accept_gate", gate),
+                                     ("multitalk.planner_decoding", decoding))))
         else:  # a strategy added later: run it with the default profile
             out.append(Scenario(name, "im_sim_object_success", "tabletop"))
     return out

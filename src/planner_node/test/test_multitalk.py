@@ -130,6 +130,7 @@ COLLIDING_PLAN = """Step-by-step Instructions:
 
 
 def run(make_runner: Any, llm: Any, ports: Any, asker: Any = None, **params: object) -> Any:
+    params = {"multitalk.planner_decoding": "generate", **params}  # the scripted dialogues write the Planner's answers
     runner = make_runner(llm, ports, asker=asker, strategy="multitalk", **params)
     return runner.execute(GoalRequest(TASK))
 

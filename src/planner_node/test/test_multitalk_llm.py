@@ -76,6 +76,7 @@ def test_planner_stage_with_the_embedded_model(llama_backend, make_runner, world
     world = world_with([("red block", (0.4, 0.1, 0.02)), ("red bowl", (0.5, 0.2, 0.0))])
     ports = _ports(world_ports, world)
     runner = make_runner(llama_backend, ports, strategy="multitalk", **{
+        "multitalk.planner_decoding": "generate",
         "multitalk.max_rounds": 2, "multitalk.max_reprompts": 1, "multitalk.max_tokens_planner": 96,
         "multitalk.max_tokens_analyzer": 64, "multitalk.include_locations": False})
     out = runner.execute(GoalRequest(TASK))
@@ -89,10 +90,28 @@ def test_analyzer_stage_with_the_embedded_model(llama_backend, make_runner, worl
     ports = _ports(world_ports, world)
     llm = PlannerScriptAnalyzerModel(llama_backend, [PLAN, PLAN])
     runner = make_runner(llm, ports, strategy="multitalk", **{
-        "multitalk.max_reprompts": 1, "multitalk.max_tokens_analyzer": 64, "multitalk.include_locations": False})
+        "multitalk.planner_decoding": "generate", "multitalk.max_reprompts": 1, "multitalk.max_tokens_analyzer": 64, "multitalk.include_locations": False})
     out = runner.execute(GoalRequest(TASK))
     _check(out, ports)
     assert llm.analyzer_prompts >= 1
     verdicts = [e for e in out.events if e.data.get("multitalk") in ("analyzer", "analyzer_deferred")]
     if out.result.success:  # the model's verdict accepted the plan, or its comments were deferred to
         assert verdicts and world.is_on("red block", "red bowl")
+
+
+def test_scored_planner_with_the_embedded_model(llama_backend, make_runner, world_ports) -> None:  # type: ignore[no-untyped-def]
+    """The default decoding (`scored`): the embedded model ranks the admissible lines; the plan is in the
+    supplement's format, passes the simulator and puts the block in the bowl."""
+    world = world_with([("red block", (0.4, 0.1, 0.02)), ("red bowl", (0.5, 0.2, 0.0))])
+    ports = _ports(world_ports, world)
+    runner = make_runner(llama_backend, ports, strategy="multitalk", **{
+        "multitalk.ablation": "no_analyzer", "multitalk.include_locations": False})
+    out = runner.execute(GoalRequest(TASK))
+    _check(out, ports)
+    assert out.result.success, out.result.reason
+    plan = next(e for e in out.events if e.data.get("multitalk") == "planner").data["output"]
+    assert plan == ("Step-by-step Instructions:\n1: grasp((0.4, 0.1, 0.02)) # grasp the red block\n"
+                    "2: move((0.5, 0.2, 0.0)) # put the red block in the red bowl\n3: home() # the task is done")
+    scores = next(e for e in out.events if e.data.get("multitalk") == "planner_scores").data["steps"]
+    assert [len(step) for step in scores] == [1, 1, 1]  # one candidate each: the only block, bowl, then home
+    assert world.is_on("red block", "red bowl") and ports.executed == [("pick_place", ("red block", "red bowl"))]

@@ -55,7 +55,10 @@ def texts() -> st.SearchStrategy[list[str]]:
 @given(outputs=texts(), which=st.sampled_from(["inner_monologue_generative/im_sim_object_success",
                                                "statler/im_sim_object_success", "cap_cot/im_sim_object_success",
                                                "multitalk/im_sim_object_success[multitalk.ablation=full,"
-                                               "multitalk.accept_gate=ask]", "inner_monologue_generative/im_sim_human"]))
+                                               "multitalk.accept_gate=ask,multitalk.planner_decoding=generate]",
+                                               "multitalk/im_sim_object_success[multitalk.ablation=full,"
+                                               "multitalk.accept_gate=off,multitalk.planner_decoding=scored]",
+                                               "inner_monologue_generative/im_sim_human"]))
 def test_hypothesis_outputs_end_every_episode_cleanly(outputs: list[str], which: str) -> None:
     sc = next(s for s in r1_fuzz.scenarios() if s.label == which)
     counts = r1_fuzz.Counts()

@@ -51,7 +51,7 @@ class MultitalkSettings:
     constrained: bool = False
     grammar_coordinates: str = "scene"  # one of GRAMMAR_COORDINATES
     grammar_plan: str = "pairs"  # one of GRAMMAR_PLANS
-    planner_decoding: str = "generate"  # one of PLANNER_DECODINGS (core.multitalk_scored)
+    planner_decoding: str = "scored"  # one of PLANNER_DECODINGS (core.multitalk_scored)
     scored_calibration: bool = True  # scored: minus each line's score under the prompt with the task as "N/A"
 
     def prompt_path(self, role: str) -> Path:
