@@ -8,7 +8,7 @@ is scored with core/statler_bench.score_episode and appended to `<out>/episodes.
 same --out skips what is there); then `<out>/results.json` and `<out>/table.md` (S Tables I-II beside the
 paper's numbers) are written. Options: --variants (all or a comma list of the methods), --families (all
 or a comma list of the domains), --instructions N (the first N episodes of each domain), --llm, --seed,
---timeout. Not yet: the cup-game micro-benchmark (S Fig. 2, a(n) and r(n)).
+--timeout. `--suite statler_cups`: the cup game (S Fig. 2, a(n) and r(n)), cups_main.
 """
 from __future__ import annotations
 
@@ -168,6 +168,21 @@ def main(ns: argparse.Namespace) -> int:
     return 0
 
 
+def apply_llm_overrides(llm: dict[str, Any], items: list[str]) -> None:
+    """--param `<node>:llm.<key>=<value>` (e.g. `planner:llm.n_threads=1`) onto the cup game's `llm` block,
+    the value read as YAML; any other --param is an error (the cup game runs no node)."""
+    for item in items:
+        node_key, sep, value = item.partition("=")
+        _, _, key = node_key.partition(":")
+        if not sep or not key.startswith("llm."):
+            raise ValueError(f"--param {item!r}: the cup game takes only <node>:llm.<key>=<value>")
+        parts = key.split(".")[1:]
+        target = llm
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+        target[parts[-1]] = yaml.safe_load(value)
+
+
 def cups_main(ns: argparse.Namespace) -> int:
     """`monologue-bench --suite statler_cups`: S Fig. 2's cup game (core/statler_cups.py) through the LLM
     backend of config/llm/<--llm>.yaml directly (no graph). --families: the styles (all or a comma list
@@ -197,7 +212,13 @@ def cups_main(ns: argparse.Namespace) -> int:
     print(f"== Statler cup game (S Fig. 2): styles {styles}, n = 1..{max_n}, {trials} trial(s) each, llm {ns.llm}; "
           f"{todo} to run; output {out}", flush=True)
     cfg = yaml.safe_load((default_config_dir() / "llm" / f"{ns.llm}.yaml").read_text(encoding="utf-8"))
-    llm = make_backend_from_params(cfg["/**"]["ros__parameters"]["llm"], LOG)
+    llm_params = cfg["/**"]["ros__parameters"]["llm"]
+    try:
+        apply_llm_overrides(llm_params, ns.param)
+    except ValueError as e:
+        print(f"monologue-bench: {e}", file=sys.stderr)
+        return 2
+    llm = make_backend_from_params(llm_params, LOG)
     t0 = time.monotonic()
 
     def store_one(t: Any) -> None:

@@ -78,6 +78,15 @@ def test_a_and_r_with_wilson_intervals() -> None:
     assert "| 1 | 0.80 [0.38, 0.96] (4/5) | 1.00 |" in md and "| 2 | 0.40 [0.12, 0.77] (2/5) | 0.50 |" in md
 
 
+def test_the_answer_table_gives_the_constant_answer_baseline() -> None:
+    tff, ftf = (True, False, False), (False, True, False)
+    t = [cups.Trial("state", 1, k, k == 0, tff, tff if k < 2 else ftf, "") for k in range(4)]
+    t += [cups.Trial("plain", 1, k, False, None, tff, "") for k in range(2)]
+    md = cups.answers_markdown(t)
+    assert f"| LLM+State (S Prompt 3) | 4/4 | {cups.state_line(tff)} | 4/4 | 2/4 (the model: 1/4) |" in md
+    assert "| LLM (S Prompt 1) | 0/2 | - | - | - |" in md
+
+
 def test_the_embedded_models_answers_from_the_cassette() -> None:
     llm = CassetteBackend(None, CASSETTE, "replay")
     trials = cups.run_trials(llm, cups.STYLES, [1, 2], 1, seed=0)
@@ -88,3 +97,15 @@ def test_the_embedded_models_answers_from_the_cassette() -> None:
         if t.style == "state" and t.answer is not None:
             assert t.output.count("cups =") == t.n
         assert t.correct == (t.answer == t.truth)
+
+
+def test_llm_overrides_reach_the_cup_games_backend_and_others_are_refused() -> None:
+    import pytest
+
+    from monologue_eval.statler_bench import apply_llm_overrides
+
+    llm: dict = {"n_threads": 0, "transformers": {"device": "cpu"}}
+    apply_llm_overrides(llm, ["planner:llm.n_threads=1", "planner:llm.transformers.device=cuda"])
+    assert llm == {"n_threads": 1, "transformers": {"device": "cuda"}}
+    with pytest.raises(ValueError, match="only <node>:llm"):
+        apply_llm_overrides(llm, ["planner:statler.constrained=true"])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -204,8 +205,28 @@ def report_markdown(trials: Sequence[Trial], llm: str) -> str:
             a, a1 = ok / k, (a1_ok / a1_k if a1_k else 0.0)
             row += [f"{a:.2f} [{lo:.2f}, {hi:.2f}] ({ok}/{k})", f"{a / a1:.2f}" if a1 else "-"]
         lines.append(f"| {n} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n\n" + answers_markdown(trials)
+
+
+def answers_markdown(trials: Sequence[Trial]) -> str:
+    """Per style: readable answers, the most frequent answer, and the accuracy a model would reach by always
+    giving that answer on the same games (the chance baseline a(n) has to beat)."""
+    lines = ["| style | readable answers | most frequent answer | its share | always giving it: correct |",
+             "|---|---|---|---|---|"]
+    for s in STYLES:
+        mine = [t for t in trials if t.style == s]
+        if not mine:
+            continue
+        read = [t.answer for t in mine if t.answer is not None]
+        if not read:
+            lines.append(f"| {STYLE_LABELS[s]} | 0/{len(mine)} | - | - | - |")
+            continue
+        top, count = Counter(read).most_common(1)[0]
+        chance = sum(t.truth == top for t in mine)
+        lines.append(f"| {STYLE_LABELS[s]} | {len(read)}/{len(mine)} | {state_line(top)} | {count}/{len(read)} | "
+                     f"{chance}/{len(mine)} (the model: {sum(t.correct for t in mine)}/{len(mine)}) |")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["DEMOS", "MAX_SWAPS", "STYLES", "Game", "Trial", "accuracy", "demonstration", "demonstrations",
-           "games_for", "make_game", "parse_state", "play", "report_markdown", "run_trials"]
+__all__ = ["DEMOS", "MAX_SWAPS", "STYLES", "Game", "Trial", "accuracy", "answers_markdown", "demonstration",
+           "demonstrations", "games_for", "make_game", "parse_state", "play", "report_markdown", "run_trials"]
