@@ -512,6 +512,8 @@ def test_constrained_roles_get_their_grammars(make_runner: Any, world_ports: Any
     rules = dict(line.split(" ::= ", 1) for line in planner.strip().splitlines())
     grasped = rules[rules["object-point"].split()[1]]
     assert '"0.4, 0.1, 0.02"' in grasped and '"0.6, -0.1, 0.02"' in grasped and "0.5, 0.2, 0.0" not in grasped
+    point = rules[rules["point"].split()[1]]  # move: the blocks' tops too (stacking), not for grasp
+    assert '"0.4, 0.1, 0.04"' in point and '"0.6, -0.1, 0.04"' in point and "0.04" not in grasped
     assert '"Feasible Plan!"' in analyzer
     plain = Dialogue([GOOD_PLAN], ["Feasible Plan!"])  # no grammar support: unconstrained, still runs
     out = run(make_runner, plain, geo_ports(world_ports, scene(), WS), **{"multitalk.constrained": True})
@@ -645,3 +647,38 @@ def test_calibrated_scoring_removes_what_the_model_says_whatever_the_task(make_r
         assert (llm.baselines > 0) == calibrated
     assert "put the red block on the left side" in plans[False]
     assert "put the red block in the red bowl" in plans[True] and "put the blue block in the blue bowl" in plans[True]
+
+
+def test_scored_moves_stack_on_tops_and_follow_the_plan_so_far() -> None:
+    """A move onto a block aims at its top (the simulator's stacking rule); after a move the plan's later
+    lines see the block at its new place, and a block with something on it is neither grasped nor a target."""
+    from monologue_llm.base import CandidateScore, ScoreResult
+    from planner_node.core.multitalk_scored import scored_plan, supporting
+
+    class Tower:
+        """Likes grasping red, then green, and stacking on whatever is named last in the wanted order."""
+
+        def score(self, prompt: str, candidates: Sequence[str]) -> Any:
+            def lp(c: str) -> float:
+                for i, want in enumerate(("grasp the red block", "put the red block on the blue block",
+                                          "grasp the green block", "put the green block on the red block")):
+                    if c.endswith(want):
+                        return 10.0 - i
+                return -1.0 if "#" in c and not c.endswith("#") else 0.0
+            return ScoreResult(tuple(CandidateScore(c, lp(c), 1, (lp(c),)) for c in candidates), 1, 1, 0.0)
+
+    boxes = [Box("red block", "block", (0.04, 0.04, 0.04), (0.4, 0.1, 0.02)),
+             Box("blue block", "block", (0.04, 0.04, 0.04), (0.6, -0.1, 0.02)),
+             Box("green block", "block", (0.04, 0.04, 0.04), (0.5, 0.2, 0.02))]
+    text, trace = scored_plan(Tower(), "Planner:\n", boxes, 3, max_pairs=3)  # type: ignore[arg-type]
+    lines = text.splitlines()[1:]
+    assert lines[:4] == ["1: grasp((0.4, 0.1, 0.02)) # grasp the red block",
+                         "2: move((0.6, -0.1, 0.04)) # put the red block on the blue block",  # its top
+                         "3: grasp((0.5, 0.2, 0.02)) # grasp the green block",
+                         "4: move((0.6, -0.1, 0.08)) # put the green block on the red block"]  # where it is now
+    assert not any("on the blue block" in c.line for c in trace[3])  # covered by the red block
+    assert not any("grasp the blue block" in c.line for c in trace[2])  # not clear
+    sim = simulate(parse_planner_output(text).steps, boxes, WS, 0.03)
+    assert sim.ok, sim.error
+    assert [c.args for c in sim.calls] == [("red block", "blue block"), ("green block", "red block")]
+    assert supporting([*boxes[1:], Box("red block", "block", (0.04, 0.04, 0.04), (0.6, -0.1, 0.06))]) == {"blue block"}

@@ -64,7 +64,7 @@ from .multitalk_scene import (
     serialise_relations,
     table_workspace,
 )
-from .multitalk_scored import scored_plan
+from .multitalk_scored import scored_plan, target_point
 from .multitalk_settings import MultitalkSettings
 from .multitalk_sim import SimResult, SkillCall, simulate
 from .ports import PortUnavailable, SkillOption, Workspace, WorkspaceSource
@@ -218,8 +218,9 @@ def _scored_answer(run: _Run, llm: LLMBackend, prompt: str) -> str:
 
 def _grammar(run: _Run, role: str) -> str | None:
     """The GBNF grammar of `role`'s answer when `multitalk.constrained` (None otherwise); the Planner's
-    coordinates are the perceived centres as the prompt shows them (`grammar_coordinates: scene`), grasp's
-    only those of objects that are neither bowls nor locations; `grammar_plan: pairs`: grasp / move pairs."""
+    coordinates are the perceived centres as the prompt shows them (`grammar_coordinates: scene`) and, for
+    move, the objects' tops (to stack); grasp's only those of objects that are neither bowls nor locations;
+    `grammar_plan: pairs`: grasp / move pairs."""
     if not run.s.constrained:
         return None
     if role == "analyzer":
@@ -228,11 +229,12 @@ def _grammar(run: _Run, role: str) -> str | None:
     if run.s.grammar_coordinates != "scene" or not run.boxes:
         return planner_grammar(pairs=pairs)
 
-    def point(b: Box) -> str:
-        return ", ".join(fmt(c, run.s.digits) for c in b.center)
+    def point(c: tuple[float, float, float]) -> str:
+        return ", ".join(fmt(v, run.s.digits) for v in c)
 
-    graspable = [point(b) for b in run.boxes if b.category not in (LOCATION, "bowl")]
-    return planner_grammar([point(b) for b in run.boxes], graspable, pairs)
+    graspable = [point(b.center) for b in run.boxes if b.category not in (LOCATION, "bowl")]
+    targets = dict.fromkeys([point(b.center) for b in run.boxes] + [point(target_point(b)) for b in run.boxes])
+    return planner_grammar(list(targets), graspable, pairs)  # objects' tops too: stacking
 
 
 class _Canceled(Exception):

@@ -9,7 +9,9 @@ answer so far, and the most likely one is kept. Admissible lines, from the perce
 
 - odd steps: `grasp((<centre>)) # grasp the <object>` for every object that is neither a bowl nor a
   location, and, once a pair is in the plan, `home() # the task is done` (which ends the plan);
-- even steps: `move((<centre>)) # put the <grasped object> in|on the <target>` for every other box.
+- even steps: `move((<point>)) # put the <grasped object> in|on the <target>` for every other box: a bowl's
+  or a location's centre, another object's top (to stack); not an object the plan has already put
+  something on. After a move, the plan's later lines see the object at its new place.
 
 A line is ranked by the log-probability of its reasoning given the rest of the line (natural log: the
 whole line's minus that of the line up to its `#`): the coordinates are fixed by the object named in the
@@ -51,10 +53,49 @@ def grasp_lines(boxes: Sequence[Box], digits: int) -> dict[str, Box]:
             for b in boxes if b.category not in (LOCATION, "bowl")}
 
 
-def move_lines(boxes: Sequence[Box], held: Box, digits: int) -> dict[str, Box]:
+def target_point(t: Box) -> tuple[float, float, float]:
+    """Where a move to `t` aims (m, base frame): a bowl's or a location's centre, another object's top
+    (the simulator's stacking rule: a move onto an object below its top is a collision)."""
+    if t.category in (LOCATION, "bowl"):
+        return t.center
+    return (t.center[0], t.center[1], t.center[2] + t.size[2] / 2)
+
+
+def placed(held: Box, t: Box) -> Box:
+    """`held` after a move to `t`: centred on it, resting on its top (in a bowl: on its bottom)."""
+    x, y, z = target_point(t)
+    if t.category == "bowl":
+        z = t.center[2]
+    return Box(held.name, held.category, held.size, (x, y, z + held.size[2] / 2))
+
+
+def supporting(boxes: Sequence[Box], tolerance: float = 0.01) -> set[str]:
+    """Names of the objects (not bowls or locations) another box rests on: its bottom within `tolerance`
+    (m) of their top, its centre over their footprint."""
+    out: set[str] = set()
+    for a in boxes:
+        if a.category in (LOCATION, "bowl"):
+            continue
+        top = a.center[2] + a.size[2] / 2
+        for b in boxes:
+            if b is a or b.category == LOCATION:
+                continue
+            over = abs(b.center[0] - a.center[0]) <= a.size[0] / 2 and abs(b.center[1] - a.center[1]) <= a.size[1] / 2
+            if over and abs(b.center[2] - b.size[2] / 2 - top) <= tolerance:
+                out.add(a.name)
+    return out
+
+
+def move_lines(boxes: Sequence[Box], held: Box, digits: int, covered: Sequence[str] = ()) -> dict[str, Box]:
+    """The admissible moves of `held`: to every other box except objects with something on them
+    (`covered`; bowls and locations stay)."""
     def put(t: Box) -> str:
         return f"put the {held.name} {'in' if t.category == 'bowl' else 'on'} the {t.name}"
-    return {f"move(({_point(t, digits)})) # {put(t)}": t for t in boxes if t is not held}
+
+    def point(t: Box) -> str:
+        return ", ".join(fmt(c, digits) for c in target_point(t))
+    return {f"move(({point(t)})) # {put(t)}": t for t in boxes
+            if t.name != held.name and not (t.name in covered and t.category not in (LOCATION, "bowl"))}
 
 
 def scored_plan(llm: LLMBackend, prompt: str, boxes: Sequence[Box], digits: int, max_pairs: int,
@@ -73,8 +114,11 @@ def scored_plan(llm: LLMBackend, prompt: str, boxes: Sequence[Box], digits: int,
     banned = {tuple(r) for r in rejected}
     pairs = 0
     moved: set[str] = set()
+    now = list(boxes)  # the boxes as the plan so far leaves them
     while True:
-        options: dict[str, Box | None] = {t: b for t, b in grasps.items() if b.name not in moved}
+        covered = supporting(now)
+        options: dict[str, Box | None] = {t: b for t, b in grasps.items()
+                                          if b.name not in moved and b.name not in covered}
         if pairs or not options:
             options[HOME_LINE] = None
         if pairs >= max_pairs:
@@ -84,8 +128,12 @@ def scored_plan(llm: LLMBackend, prompt: str, boxes: Sequence[Box], digits: int,
         if held is None:
             break
         moved.add(held.name)
-        line, _ = _choose(llm, prompt, lines, dict(move_lines(boxes, held, digits)), banned, trace, log, baseline)
+        rest = [b for b in now if b.name != held.name]  # lifted: what it stood on is clear now
+        line, target = _choose(llm, prompt, lines, dict(move_lines(rest, held, digits, sorted(supporting(rest)))),
+                               banned, trace, log, baseline)
         lines.append(line)
+        assert target is not None
+        now = [placed(b, target) if b.name == held.name else b for b in now]
         pairs += 1
     return _render(lines), trace
 
