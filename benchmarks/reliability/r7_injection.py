@@ -119,6 +119,8 @@ def scenario_for(strategy: str) -> Scenario:
     if strategy == "cape":
         return Scenario("cape", "im_sim_object_success", "tabletop",
                         (("cape.method", "Z_E"), ("cape.demonstrations", "cape_tabletop"), ("cape.embedder", "llm")))
+    if strategy == "multitalk":  # the Planner writes its answer (scored plans hold only admissible lines)
+        return Scenario(strategy, "im_sim_object_success", "tabletop", (("multitalk.planner_decoding", "generate"),))
     return Scenario(strategy, "im_sim_object_success", "tabletop")
 
 
