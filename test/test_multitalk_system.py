@@ -183,7 +183,7 @@ def test_multitalk_demo_revises_a_rejected_plan_and_runs_it(ros_domain: int, tmp
 @pytest.mark.system
 @pytest.mark.llm
 @pytest.mark.slow
-@pytest.mark.timeout(1500)  # 17 min on 2 cores under a load of 10; each move step scores 13 lines
+@pytest.mark.timeout(1500)  # 75 s in the fresh-clone CI; 17 min on 2 cores under a load of 10
 def test_multitalk_demo_with_the_embedded_model_revises_a_rejected_plan_and_runs_it(ros_domain: int,
                                                                                    tmp_path: Path) -> None:
     """The same demo with the embedded Gemma 3 270M and the default (scored) Planner, Planner + Simulator:
