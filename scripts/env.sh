@@ -5,7 +5,10 @@
 # It activates .venv, puts the venv prefix (the ROS 2 PyPI wheels) on
 # AMENT_PREFIX_PATH and CMAKE_PREFIX_PATH, sources colcon's install/setup.bash
 # when the workspace has been built, and sets a few ROS defaults:
-#   ROS_DOMAIN_ID                   default 42, only when unset
+#   ROS_DOMAIN_ID                   only when unset: a domain of this shell's own in 1-99 that no
+#                                   running graph or test session uses (monologue_common.core.domain),
+#                                   so two shells never cross-talk; to join another shell's graph, export
+#                                   the ROS_DOMAIN_ID it printed (`echo $ROS_DOMAIN_ID`) before sourcing
 #   FASTRTPS_DEFAULT_PROFILES_FILE  default config/fastdds.xml, only when unset
 #   ROS_AUTOMATIC_DISCOVERY_RANGE   default LOCALHOST, only when unset (DDS
 #                                   discovery stays on this machine's loopback)
@@ -87,7 +90,14 @@ _monologue_env() {
   if [ ! -t 1 ]; then
     export RCUTILS_COLORIZED_OUTPUT=0
   fi
-  export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-42}"
+  if [ -z "${ROS_DOMAIN_ID:-}" ]; then
+    ROS_DOMAIN_ID="$(python -m monologue_common.core.domain --seed "$$" 2>/dev/null)" ||
+      ROS_DOMAIN_ID=$(( 1 + RANDOM % 99 ))  # workspace not built yet: a random shell domain
+    export ROS_DOMAIN_ID
+    if [ -t 2 ]; then
+      echo "scripts/env.sh: ROS_DOMAIN_ID=$ROS_DOMAIN_ID (this shell's own; export it in another shell to join)" >&2
+    fi
+  fi
   # Fast DDS with a shared-memory segment big enough for camera images (config/fastdds.xml says why).
   export FASTRTPS_DEFAULT_PROFILES_FILE="${FASTRTPS_DEFAULT_PROFILES_FILE:-$root/config/fastdds.xml}"
   if [ -z "${ROS_AUTOMATIC_DISCOVERY_RANGE:-}" ] && [ -z "${ROS_LOCALHOST_ONLY:-}" ]; then

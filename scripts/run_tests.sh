@@ -3,16 +3,20 @@
 #
 #   1. ruff check over src/ and test/                      (fatal)
 #   2. the import contract between packages (test/import_contract.py)  (fatal)
-#   3. mypy over the ROS-free core packages src/*/*/core, the ROS-free libraries
-#      (src/monologue_{llm,domain,vision}) and the typed rclpy adapters (MYPY_ADAPTERS)  (fatal)
+#   3. mypy, strict, over every Python package of src/ (their manifests declare them:
+#      scripts/workspace.py)  (fatal)
 #   4. pytest over src/*/test and test/ (config: pytest.ini at the root)
+#
+# --fast (`make test-fast`, the developer loop): steps 1-3, then only the unit tests (no system,
+# slow or llm marks), on both cores with pytest-xdist.
 #
 # Expects a set-up workspace (`bash scripts/setup.sh`, which `make test` runs
 # first). Extra arguments go to pytest, e.g.
 #     scripts/run_tests.sh -k transcript -x
 # Options (before any pytest arguments):
 #   --lint-only     steps 1 and 2 only
-#   --no-lint       step 3 only
+#   --no-lint       step 4 only
+#   --fast          steps 1-3, then the unit tests on 2 workers (make test-fast)
 # Exit status: the first failing lint step's, else pytest's. pytest's "no tests
 # collected" (5) is reported as a failure, because then truly nothing ran;
 # set MONOLOGUE_ALLOW_NO_TESTS=1 to turn that into success.
@@ -23,10 +27,12 @@ cd "$ROOT"
 
 LINT=1
 TESTS=1
+FAST=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --lint-only) TESTS=0; shift ;;
     --no-lint) LINT=0; shift ;;
+    --fast) FAST=1; shift ;;
     *) break ;;
   esac
 done
@@ -65,68 +71,14 @@ if [ "$LINT" = 1 ]; then
   python "$ROOT/test/import_contract.py" "$ROOT/src"
   echo "<== import contract: ok ($(_since "$t0")s)"
 
-  # ---- mypy --------------------------------------------------------------
-  core_dirs=()
-  for d in src/*/*/core src/monologue_llm/monologue_llm src/monologue_domain/monologue_domain \
-           src/monologue_vision/monologue_vision; do
-    [ -d "$d" ] && have_py_files "$d" && core_dirs+=("$d")
-  done
-  # rclpy adapters that are type-checked too (node modules with the rclpy stubs that exist).
-  MYPY_ADAPTERS="${MYPY_ADAPTERS:-
-    src/monologue_common/monologue_common/__init__.py
-    src/monologue_common/monologue_common/params.py
-    src/monologue_common/monologue_common/qos.py
-    src/monologue_common/monologue_common/runtime.py
-    src/planner_node/planner_node/node.py
-    src/planner_node/planner_node/ros_ports.py
-    src/skills_node/skills_node/node.py
-    src/skills_node/skills_node/arm_ros.py
-    src/skills_node/skills_node/sim_arm.py
-    src/skills_node/skills_node/backends/__init__.py
-    src/skills_node/skills_node/backends/_arm.py
-    src/skills_node/skills_node/backends/kinematic.py
-    src/skills_node/skills_node/backends/sim.py
-    src/skills_node/skills_node/backends/ur5e.py
-    src/skills_node/skills_node/backends/sim_kitchen.py
-    src/skills_node/skills_node/backends/sim_household.py
-    src/skills_node/skills_node/backends/spot.py
-    src/skills_node/skills_node/spot_ros.py
-    src/monologue_bringup/monologue_bringup/__init__.py
-    src/monologue_bringup/monologue_bringup/graph.py
-    src/monologue_bringup/monologue_bringup/human.py
-    src/monologue_bringup/monologue_bringup/up.py
-    src/monologue_eval/monologue_eval/__init__.py
-    src/monologue_eval/monologue_eval/bag_info.py
-    src/monologue_eval/monologue_eval/bench.py
-    src/monologue_eval/monologue_eval/kitchen_bench.py
-    src/monologue_eval/monologue_eval/cape_bench.py
-    src/monologue_eval/monologue_eval/statler_bench.py
-    src/monologue_eval/monologue_eval/client.py
-    src/monologue_eval/monologue_eval/demo.py
-    src/monologue_eval/monologue_eval/statler_demo.py
-    src/monologue_eval/monologue_eval/replay.py
-    src/perception_node/perception_node/node.py
-    src/perception_node/perception_node/camera_source.py
-    src/perception_node/perception_node/realsense_publisher.py
-    src/success_detector_node/success_detector_node/node.py
-    src/monologue_viz/monologue_viz/node.py
-    src/monologue_web/monologue_web/node.py
-    src/monologue_web/monologue_web/foxglove_bridge.py
-    src/monologue_bag/monologue_bag/player.py
-    src/monologue_bag/monologue_bag/recorder.py
-    src/monologue_bag/monologue_bag/rostypes.py
-    src/tabletop_sim/tabletop_sim/node.py}"
-  for f in ${MYPY_ADAPTERS}; do
-    [ -f "$f" ] && core_dirs+=("$f")
-  done
-  if [ "${#core_dirs[@]}" -gt 0 ]; then
-    t0="$(_now)"
-    echo "==> mypy ${core_dirs[*]}"
-    mypy --config-file "$ROOT/mypy.ini" "${core_dirs[@]}"
-    echo "<== mypy: ok ($(_since "$t0")s)"
-  else
-    echo "==> mypy: no src/*/*/core packages yet - skipped"
-  fi
+  # ---- mypy ----------------------------------------------------------------
+  # Every Python package of src/ (the packages' manifests say which, scripts/workspace.py), strict.
+  t0="$(_now)"
+  mapfile -t py_pkgs < <(python "$ROOT/scripts/workspace.py" --python-packages)
+  echo "==> mypy (strict) over ${#py_pkgs[@]} packages of src/"
+  MYPYPATH="$(python "$ROOT/scripts/workspace.py" --python-paths)" \
+    mypy --config-file "$ROOT/mypy.ini" "${py_pkgs[@]}"
+  echo "<== mypy: ok ($(_since "$t0")s)"
 fi
 
 [ "$TESTS" = 1 ] || exit 0
@@ -145,7 +97,11 @@ fi
 t0="$(_now)"
 echo "==> pytest ${test_dirs[*]} $*"
 set +e
-python -m pytest -c "$ROOT/pytest.ini" --rootdir "$ROOT" "${test_dirs[@]}" "$@"
+fast_args=()
+if [ "$FAST" = 1 ]; then
+  fast_args=(-m "not system and not slow and not llm" -n "${MONOLOGUE_TEST_WORKERS:-2}" --durations=10)
+fi
+python -m pytest -c "$ROOT/pytest.ini" --rootdir "$ROOT" "${test_dirs[@]}" "${fast_args[@]}" "$@"
 rc=$?
 set -e
 echo "<== pytest: exit $rc ($(_since "$t0")s)"

@@ -370,8 +370,9 @@ list_files() {
   find "$@" -mindepth 1 \( -name __pycache__ -o -name '*.egg-info' -o -name '.*' \) -prune \
        -o -type f -not -name '*.pyc' -printf '%p %s %T@\n' | LC_ALL=C sort
 }
-# Packages of src/ that exist only for the PyPI-wheel path (see the header).
-WHEELS_ONLY_PACKAGES=(tf2_msgs)
+# Packages of src/ that exist only for the PyPI-wheel path (see the header): their manifests say so
+# (<monologue_kind wheels_only="true">, read by scripts/workspace.py with the system python3).
+mapfile -t WHEELS_ONLY_PACKAGES < <(python3 "$ROOT/scripts/workspace.py" --wheels-only)
 declare -A PKG_DIR=()
 discover_packages() {
   local f d name

@@ -1,10 +1,7 @@
 """System-test fixtures: the real node graph as separate processes on an isolated ROS domain."""
 from __future__ import annotations
 
-import fcntl
 import os
-import random
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,41 +9,22 @@ from typing import IO
 
 import pytest
 
+from monologue_common.core import domain as ros_domains
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def claim_domain(first: int = 100, last: int = 199) -> tuple[int, IO[bytes]]:
-    """A ROS_DOMAIN_ID in [first, last] that no other test session on this machine holds: each session keeps
-    an exclusive lock on `<tmp>/monologue-ros-domain-<id>.lock` (released when the process ends)."""
-    ids = list(range(first, last + 1))
-    random.Random(os.getpid()).shuffle(ids)
-    for domain in ids:
-        f = open(Path(tempfile.gettempdir()) / f"monologue-ros-domain-{domain}.lock", "ab")  # noqa: SIM115
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            f.close()
-            continue
-        return domain, f
-    raise RuntimeError(f"every ROS_DOMAIN_ID in [{first}, {last}] is held by another test session")
+    """A ROS_DOMAIN_ID in [first, last] that no other session holds (monologue_common.core.domain.claim):
+    the returned file keeps it; closing it releases it."""
+    return ros_domains.claim(first, last)
 
 
 @pytest.fixture(scope="session")
-def ros_domain() -> Iterator[int]:
-    """A ROS_DOMAIN_ID of our own, so tests never talk to another graph on the machine (not even a
-    concurrent test session's: see claim_domain)."""
-    domain, lock = claim_domain()
-    old = os.environ.get("ROS_DOMAIN_ID")
-    os.environ["ROS_DOMAIN_ID"] = str(domain)
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    try:
-        yield domain
-    finally:
-        lock.close()
-        if old is None:
-            os.environ.pop("ROS_DOMAIN_ID", None)
-        else:
-            os.environ["ROS_DOMAIN_ID"] = old
+def ros_domain() -> int:
+    """The session's own ROS_DOMAIN_ID, claimed by the root conftest.py before any test ran, so tests
+    never talk to another graph on the machine (not even a concurrent test session's)."""
+    return int(os.environ["ROS_DOMAIN_ID"])
 
 
 @pytest.fixture()

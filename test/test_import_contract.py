@@ -61,3 +61,21 @@ def test_libraries_tools_and_ros_free_modules_are_checked(tmp_path: Path) -> Non
         ("skills_node.test.test_x", "tabletop_sim.core"),
     }
     assert c.main([str(tmp_path)]) == 1
+
+
+def test_an_import_circle_inside_a_package_is_caught(tmp_path: Path) -> None:
+    c = _contract()
+    _write(tmp_path, "planner_node/planner_node/__init__.py", "")
+    _write(tmp_path, "planner_node/planner_node/core/__init__.py", "")
+    # a -> b -> c -> a, through a relative import, an absolute one and one inside a function
+    _write(tmp_path, "planner_node/planner_node/core/a.py", "from .b import x\n")
+    _write(tmp_path, "planner_node/planner_node/core/b.py", "import planner_node.core.c\nx = 1\n")
+    _write(tmp_path, "planner_node/planner_node/core/c.py", "def f():\n    from planner_node.core import a\n")
+    # imports only for type checking never run, and a package importing its module is no circle alone
+    _write(tmp_path, "planner_node/planner_node/core/d.py",
+           "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .e import y\n")
+    _write(tmp_path, "planner_node/planner_node/core/e.py", "from . import d\ny = 1\n")
+    found = c.check_tree(tmp_path)
+    assert [(v.module, v.rule) for v in found] == [
+        ("planner_node.core.a", "import circle: planner_node.core.a <-> planner_node.core.b <-> planner_node.core.c")]
+    assert found[0].line == 1

@@ -20,19 +20,11 @@ from dataclasses import dataclass
 from ..scene import LOCATION, SceneObject, Vec3
 from ..skills import Affordance, SkillError, SkillOutcome
 from .scene import ROBOT, marker
-from .skills import PreconditionError
+from .skills import HOUSEHOLD_SKILLS, PreconditionError
 from .state import HELD, KitchenState
 
 PROPERTIES = frozenset({"movable", "openable", "grabbable", "receptacle", "switchable"})
 
-# skill -> (argument count, text)
-HOUSEHOLD_SKILLS: dict[str, tuple[int, str]] = {
-    "stand_up": (0, "stand up"), "sit_down": (0, "sit down"), "walk_to": (1, "walk to the {0}"),
-    "find": (1, "find the {0}"), "pick_up": (1, "pick up the {0}"), "put": (2, "put the {0} on the {1}"),
-    "put_in": (2, "put the {0} in the {1}"), "drop": (1, "drop the {0}"), "touch": (1, "touch the {0}"),
-    "look_at": (1, "look at the {0}"), "open": (1, "open the {0}"), "close": (1, "close the {0}"),
-    "turn_on": (1, "turn on the {0}"), "turn_off": (1, "turn off the {0}"),
-}
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .layout import DRAWERS, DRAWERS_LOCATION, USER, object_type
 from .skills import SKILLS, skill_text
 from .state import KitchenState
-from .world import DRAWERS, DRAWERS_LOCATION, USER, object_type
 
 
 def judge(skill: str, args: Sequence[str], after: KitchenState,

@@ -27,8 +27,8 @@ import math
 from collections.abc import Iterable, Sequence
 
 from ..scene import LOCATION, SceneObject, Vec3
+from .layout import DRAWERS, DRAWERS_LOCATION, OBJECTS, object_type
 from .state import HELD, KitchenState
-from .world import DRAWERS, DRAWERS_LOCATION, OBJECTS, object_type
 
 ROBOT = "robot"  # name of the robot's scene entry
 LAYOUT: dict[str, Vec3] = {  # m: x, y, height of the surface

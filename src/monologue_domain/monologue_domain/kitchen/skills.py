@@ -73,6 +73,16 @@ PROPOSITIONS: dict[str, tuple[int, str]] = {
 }
 
 
+# The household's skills (kitchen.household): skill -> (argument count, text)
+HOUSEHOLD_SKILLS: dict[str, tuple[int, str]] = {
+    "stand_up": (0, "stand up"), "sit_down": (0, "sit down"), "walk_to": (1, "walk to the {0}"),
+    "find": (1, "find the {0}"), "pick_up": (1, "pick up the {0}"), "put": (2, "put the {0} on the {1}"),
+    "put_in": (2, "put the {0} in the {1}"), "drop": (1, "drop the {0}"), "touch": (1, "touch the {0}"),
+    "look_at": (1, "look at the {0}"), "open": (1, "open the {0}"), "close": (1, "close the {0}"),
+    "turn_on": (1, "turn on the {0}"), "turn_off": (1, "turn off the {0}"),
+}
+
+
 @dataclass(frozen=True)
 class PreconditionError:
     """One violated precondition of a skill instance."""
@@ -92,8 +102,6 @@ class PreconditionError:
         """CAPE Z_I: "I cannot pick up the apple"."""
         if self.skill in SKILLS and len(self.args) == SKILLS[self.skill][0]:
             return f"I cannot {skill_text(self.skill, self.args)}"
-        from .household import HOUSEHOLD_SKILLS  # the household's vocabulary
-
         return f"I cannot {HOUSEHOLD_SKILLS[self.skill][1].format(*self.args)}"
 
     @property
@@ -116,4 +124,4 @@ def parse_precondition(text: str) -> tuple[str, int, str]:
     return prop, PROPOSITIONS[prop][0], message
 
 
-__all__ = ["PROPOSITIONS", "SKILLS", "PreconditionError", "parse_precondition", "skill_text"]
+__all__ = ["HOUSEHOLD_SKILLS", "PROPOSITIONS", "SKILLS", "PreconditionError", "parse_precondition", "skill_text"]

@@ -1,0 +1,52 @@
+"""The test session's set-up, loaded by pytest before any test module (pytest.ini sits here).
+
+1. Import path: the source root of every Python package of src/, from the packages' own manifests
+   (scripts/workspace.py), ahead of the colcon install/ copies, so unit tests run the source tree.
+2. Every test session (and every pytest-xdist worker) runs on a ROS_DOMAIN_ID of its own: it claims a
+   domain in 100-199 that no other session holds or uses (monologue_common.core.domain) before any test
+   imports rclpy, so tests never meet a developer's graph or another test run.
+   `MONOLOGUE_TEST_ROS_DOMAIN_ID=<n>` forces one.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _source_roots() -> list[str]:
+    spec = importlib.util.spec_from_file_location("monologue_workspace", ROOT / "scripts" / "workspace.py")
+    assert spec is not None and spec.loader is not None
+    workspace = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("monologue_workspace", workspace)
+    spec.loader.exec_module(workspace)
+    return [str(p) for p in workspace.python_paths(workspace.packages(ROOT / "src"))]
+
+
+for _root in reversed(_source_roots()):
+    if _root not in sys.path:
+        sys.path.insert(0, _root)
+
+from monologue_common.core import domain as ros_domains  # noqa: E402 - needs the import path above
+
+_LOCKS: list[object] = []  # held for the whole session: closing a lock releases its domain
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    forced = os.environ.get("MONOLOGUE_TEST_ROS_DOMAIN_ID", "")
+    if forced:
+        chosen = int(forced)
+    else:
+        chosen, lock = ros_domains.claim(*ros_domains.TEST_RANGE)
+        _LOCKS.append(lock)
+    os.environ["ROS_DOMAIN_ID"] = str(chosen)
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID')} (this session's own; conftest.py)"
