@@ -1,6 +1,6 @@
 """ROS wiring shared by the arm backends (rclpy adapter only): the scene description -> ObjectLocator,
 the e-stop topic and reset service, robot/status, and the human approval gate over the AskHuman
-action. The backend plug-ins (skills_node.backends.sim, .ur5e) build the arm and its settings; the
+action. The backend plug-ins (skills_node.robots.mujoco, .ur5e) build the arm and its settings; the
 logic lives in core/."""
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from monologue_interfaces.action import AskHuman
 from monologue_interfaces.msg import RobotStatus, SceneDescription
 from monologue_interfaces.srv import ResetEstop
 
-from .backends._arm import ArmSettings, ArmTf, Transform, flange_in_base
 from .core.arm import ArmPort, ArmStatus, RobotMode, SafetyMode, TcpPose, mode_name
 from .core.arm_backend import ArmSkillBackend, SceneLocator
+from .core.arm_settings import ArmSettings, ArmTf, Transform, flange_in_base
 from .core.kinematics import forward_kinematics
 from .core.safety import ApprovalGate, SafeArm, is_approval
 
@@ -144,7 +144,7 @@ class ArmTfPublisher:
         self._static = node.create_publisher(TFMessage, "/tf_static", static_qos)
         now = node.get_clock().now().to_msg()
         self._static.publish(TFMessage(transforms=[
-            _transform(now, tf.flange_frame, tf.camera_frame, tf.camera_in_flange)]))
+            transform_msg(now, tf.flange_frame, tf.camera_frame, tf.camera_in_flange)]))
         self._timer = node.create_timer(1.0 / tf.rate, self.publish, callback_group=ReentrantCallbackGroup())
 
     def publish(self) -> None:
@@ -154,13 +154,14 @@ class ArmTfPublisher:
         except Exception:  # not connected (robot/status says why): no pose to publish
             return
         self._pub.publish(self._msg(transforms=[
-            _transform(stamp, self._base, self._tf.flange_frame, flange_in_base(tcp, self._offset))]))
+            transform_msg(stamp, self._base, self._tf.flange_frame, flange_in_base(tcp, self._offset))]))
 
     def close(self) -> None:
         self._timer.cancel()
 
 
-def _transform(stamp: object, parent: str, child: str, t: Transform) -> TransformStamped:
+def transform_msg(stamp: object, parent: str, child: str, t: Transform) -> TransformStamped:
+    """`parent` -> `child` at `stamp` (m, quaternion x y z w)."""
     msg = TransformStamped()
     msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
     (msg.transform.translation.x, msg.transform.translation.y, msg.transform.translation.z) = t[0]

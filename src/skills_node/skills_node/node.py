@@ -15,14 +15,14 @@ from rclpy.publisher import Publisher
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, latched
-from monologue_common.runtime import run_node
+from monologue_common.runtime import Component, run_node
 from monologue_domain.msgs import scene_object_to_msg
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import AffordanceReport, SceneDescription, SkillAffordance
 from monologue_interfaces.srv import GetAffordances
 
-from .backends import BackendHandle, settings_from_parameters
 from .core.types import SkillState
+from .plugin import BackendHandle, settings_from_parameters
 
 GC_PAUSE_WARN_S = 0.02  # s: a longer full garbage collection (it pauses every thread, the e-stop too) is logged
 
@@ -178,6 +178,10 @@ class SkillsNode(Node):
         msg.objects = [scene_object_to_msg(s, msg.header) for s in states]
         with self._gt_lock:
             self._gt_pub.publish(msg)
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(SkillsNode, threads=4)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -11,8 +12,8 @@ from skills_node.core.arm import TcpPose
 from skills_node.core.arm_backend import SKILL_RULES, ArmSkillBackend, PickPlaceConfig, SceneEntry, SceneLocator
 from skills_node.core.kinematics import forward_kinematics
 from skills_node.core.safety import SafeArm, SafetyLimits
-from skills_node.core.ur5e_rtde import EndEffectorIO, RtdeArm, RtdeArmConfig, UrPorts
-from skills_node.testing.fake_rtde import HOME_Q, FakeObject, FakeUrController
+from skills_node.robots.ur5e.core.rtde import EndEffectorIO, RtdeArm, RtdeArmConfig, UrPorts
+from skills_node.robots.ur5e.testing.fake_rtde import HOME_Q, FakeObject, FakeUrController
 
 LOG = logging.getLogger("test.ur5e")
 TCP_OFFSET = (0.0, 0.0, 0.1, 0.0, 0.0, 0.0)  # m, rad: a 10 cm suction tool
@@ -49,8 +50,14 @@ def locator_for(robot: FakeUrController) -> SceneLocator:
 
 
 @pytest.fixture
-def robot() -> Iterator[FakeUrController]:
-    r = FakeUrController(time_scale=20.0, objects=scene_objects())
+def robot_objects() -> list[FakeObject]:
+    """The objects on the fake UR5e's table (a test module may override this fixture)."""
+    return scene_objects()
+
+
+@pytest.fixture
+def robot(robot_objects: list[FakeObject]) -> Iterator[FakeUrController]:
+    r = FakeUrController(time_scale=20.0, objects=robot_objects)
     yield r
     r.release()
 
@@ -124,3 +131,25 @@ def pick_config() -> PickPlaceConfig:
 @pytest.fixture
 def backend(safe_arm: SafeArm, locator: SceneLocator, pick_config: PickPlaceConfig) -> ArmSkillBackend:
     return ArmSkillBackend(safe_arm, locator, pick_config, LOG, approval_timeout_s=30.0)
+
+
+@pytest.fixture
+def standing_spot() -> Iterator[Callable[..., Any]]:
+    """standing_spot(fake, settings, credentials) -> a SpotRobot connected to the started FakeSpot `fake`, powered
+    on and standing; every robot and fake is closed after the test."""
+    from skills_node.robots.spot.core.robot import SpotRobot
+
+    opened: list[tuple[Any, Any]] = []
+
+    def start(fake: Any, settings: Any, credentials: Any) -> SpotRobot:
+        robot = SpotRobot(settings, credentials, logging.getLogger("test.spot"))
+        opened.append((robot, fake))
+        robot.connect()
+        robot.power_on()
+        robot.stand()
+        return robot
+
+    yield start
+    for robot, fake in opened:
+        robot.close()
+        fake.stop()

@@ -13,8 +13,8 @@ import pytest
 from skills_node.core.arm_backend import ArmSkillBackend, PickPlaceConfig, SceneEntry, SceneLocator
 from skills_node.core.safety import SafeArm
 from skills_node.core.types import SkillError, SkillState
-from skills_node.core.ur5e_rtde import RtdeArm
-from skills_node.testing.fake_rtde import HOME_Q, FakeUrController
+from skills_node.robots.ur5e.core.rtde import RtdeArm
+from skills_node.robots.ur5e.testing.fake_rtde import HOME_Q, FakeUrController
 
 PLACE_CATEGORIES = ("bowl", "plate", "location")  # place targets only (the skills node's place_categories)
 

@@ -2,51 +2,34 @@
 parameter files (no defaults in code), every problem reported at once, each backend reading its block."""
 from __future__ import annotations
 
-import logging
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from monologue_domain.robots import load_robots
-from skills_node.backends import (
+from skills_node.core.types import Affordance, SkillError, SkillOutcome
+from skills_node.plugin import (
+    ROBOTS,
     BackendHandle,
     BackendPlugin,
     SkillsSettings,
-    available,
     load_plugin,
-    register,
     settings_from_parameters,
 )
-from skills_node.backends.kinematic import KinematicSettings
-from skills_node.backends.sim import SimArmSettings
-from skills_node.backends.ur5e import Ur5eSettings
-from skills_node.core.types import Affordance, SkillError, SkillOutcome
+from skills_node.robots.kinematic.plugin import KinematicSettings
+from skills_node.robots.mujoco.plugin import SimArmSettings
+from skills_node.robots.ur5e.plugin import Ur5eSettings
+from skills_node.testing.host import FakeHost
+from skills_node.testing.host import skills_params as host_params
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, object]:
-    """Nested YAML parameters -> dotted names, as rclpy declares them."""
-    out: dict[str, object] = {}
-    for k, v in tree.items():
-        if isinstance(v, dict):
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def skills_params(robot: str) -> dict[str, object]:
     """The skills node's parameters for `robot`: monologue.yaml, robots/<robot>.yaml, the table's backend."""
-    params: dict[str, object] = {}
-    for f in (CONFIG / "monologue.yaml", CONFIG / "robots" / f"{robot}.yaml"):
-        section = (yaml.safe_load(f.read_text()).get("skills") or {}).get("ros__parameters", {})
-        params.update(flatten(section))
-    params["backend"] = load_robots(CONFIG)[robot].skills_backend
-    return params
+    return host_params(CONFIG, robot)
 
 
 @pytest.mark.parametrize("robot", ["sim", "sim_kinematic", "ur5e"])
@@ -97,8 +80,8 @@ def test_another_robots_block_is_reported_unused() -> None:
 
 
 def test_unknown_backend_names_the_available_ones() -> None:
-    assert {"kinematic", "sim", "ur5e"} <= set(available())
-    with pytest.raises(ValueError, match=r"no skills backend 'no_such_backend'.*available: \[.*'kinematic'"):
+    assert {"kinematic", "mujoco", "ur5e", "spot", "kitchen", "household"} <= set(ROBOTS.names())
+    with pytest.raises(ValueError, match=r"unknown skills_backends 'no_such_backend'; known: .*kinematic"):
         settings_from_parameters({**skills_params("sim_kinematic"), "backend": "no_such_backend"})
     with pytest.raises(ValueError, match="backend: missing"):
         settings_from_parameters({k: v for k, v in skills_params("sim_kinematic").items() if k != "backend"})
@@ -129,19 +112,8 @@ class _EchoBackend:
         return None
 
 
-class _Host:
-    node: Any = None
-    frame_id = "base_link"
-
-    def logger(self, name: str) -> logging.Logger:
-        return logging.getLogger(name)
-
-    def publish_ground_truth(self) -> None:
-        pass
-
-
 def test_a_registered_plugin_is_found_by_name() -> None:
-    """register() adds a backend at run time, with its own block (`wave.*`), without editing this package."""
+    """ROBOTS.add() adds a backend at run time, with its own block (`wave.*`), without editing this package."""
     from monologue_common.core.settings import ParamReader
 
     def read(r: ParamReader) -> tuple[str, ...]:
@@ -150,31 +122,99 @@ def test_a_registered_plugin_is_found_by_name() -> None:
     def create(_host: Any, hands: tuple[str, ...]) -> BackendHandle:
         return BackendHandle(_EchoBackend(hands))
 
-    register(BackendPlugin("waver", read, create))
+    ROBOTS.add("waver", BackendPlugin("waver", read, create))
     settings, unused = settings_from_parameters({"backend": "waver", "frame_id": "base_link",
                                                  "ground_truth_rate": 5.0, "wave.hands": ["left", "right"]})
     assert isinstance(settings, SkillsSettings) and unused == []
-    backend = settings.plugin.create(_Host(), settings.backend_settings).backend
+    backend = settings.plugin.create(FakeHost(), settings.backend_settings).backend
     assert [a.description for a in backend.affordances()] == ["wave(left)", "wave(right)"]
     assert load_plugin("waver") is settings.plugin
+    ROBOTS.unregister("waver")
+
+
+TOY_ROBOT = '''
+"""A robot of another package: adding it touches no file of skills_node."""
+from dataclasses import dataclass
+
+from monologue_common.core.settings import ParamReader
+from skills_node.core.types import Affordance, SkillError, SkillOutcome
+from skills_node.plugin import BackendHandle, BackendHost, BackendPlugin
+
+
+@dataclass(frozen=True)
+class ToySettings:
+    hands: tuple[str, ...]
+
+
+class ToyBackend:
+    def __init__(self, s: ToySettings) -> None:
+        self.s = s
+
+    def skill_names(self):
+        return ("wave",)
+
+    def affordances(self, include_unaffordable=False):
+        return [Affordance("wave", (h,), 1.0) for h in self.s.hands]
+
+    def objects(self):
+        return []
+
+    def locations(self):
+        return []
+
+    def execute(self, skill, args, feedback, cancel):
+        return SkillOutcome(SkillError.NONE, f"waved the {args[0]} hand")
+
+    def ground_truth(self):
+        return None
+
+
+def read(r: ParamReader) -> ToySettings:
+    return ToySettings(r.strings("toy.hands"))
+
+
+def create(host: BackendHost, s: ToySettings) -> BackendHandle:
+    return BackendHandle(ToyBackend(s))
+
+
+PLUGIN = BackendPlugin("toy", read, create, "a toy robot that waves")
+'''
+
+
+def test_a_robot_in_another_package_is_selected_by_its_dotted_module_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend plug-in in a folder of its own (on PYTHONPATH) is found by its dotted module path, reads its
+    block and builds with a fake host, ROS-free: adding a robot edits no existing Python file."""
+    pkg = tmp_path / "toy_robots" / "toy"
+    pkg.mkdir(parents=True)
+    (tmp_path / "toy_robots" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text(TOY_ROBOT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        settings, unused = settings_from_parameters({"backend": "toy_robots.toy", "frame_id": "base_link",
+                                                     "ground_truth_rate": 5.0, "toy.hands": ["left"]})
+        assert unused == [] and settings.plugin.name == "toy" and settings.backend == "toy_robots.toy"
+        backend = settings.plugin.create(FakeHost(), settings.backend_settings).backend
+        assert [a.description for a in backend.affordances()] == ["wave(left)"]
+        assert backend.execute("wave", ["left"], lambda *_: None, threading.Event()).message == "waved the left hand"
+        with pytest.raises(ValueError, match=r"toy_robots\.nope"):
+            settings_from_parameters({"backend": "toy_robots.nope", "frame_id": "base_link",
+                                      "ground_truth_rate": 5.0})
+    finally:
+        ROBOTS.unregister("toy_robots.toy")
 
 
 def test_kinematic_backend_runs_without_ros() -> None:
     settings, _ = settings_from_parameters({**skills_params("sim_kinematic"), "sim.seed": 3,
                                             "sim.phase_duration": 0.0})
-    changed: list[int] = []
-
-    class Host(_Host):
-        def publish_ground_truth(self) -> None:
-            changed.append(1)
-
-    backend = settings.plugin.create(Host(), settings.backend_settings).backend
+    host = FakeHost()
+    backend = settings.plugin.create(host, settings.backend_settings).backend
     states = backend.ground_truth()
     assert states is not None
     assert sorted(o.category for o in states if o.category != "location") == ["block"] * 3 + ["bowl"] * 3
     aff = next(a for a in backend.affordances() if a.affordance > 0)
     outcome = backend.execute(aff.skill, list(aff.args), lambda *_: None, threading.Event())
-    assert outcome.ok and changed
+    assert outcome.ok and host.changed
 
 
 def test_kinematic_statler_scenes_hide_covered_blocks_and_publish_their_truth() -> None:
@@ -191,13 +231,10 @@ def test_kinematic_statler_scenes_hide_covered_blocks_and_publish_their_truth() 
                     published.append((topic, msg.data))
             return Pub()
 
-    class Host(_Host):
-        node = Node()
-
     params = {**skills_params("sim_kinematic"), "sim.seed": 3, "sim.phase_duration": 0.0, "sim.scene": "covers",
               "sim.block_colors": ["red", "blue"], "sim.bowl_colors": ["green"], "sim.cup_colors": ["orange"]}
     settings, _ = settings_from_parameters(params)
-    backend = settings.plugin.create(Host(), settings.backend_settings).backend
+    backend = settings.plugin.create(FakeHost(Node()), settings.backend_settings).backend
     states = backend.ground_truth()
     assert states is not None and "red block" not in [o.name for o in states] and "orange cup" in [o.name for o in states]
     assert published and published[-1][0] == "sim/statler_truth"
@@ -213,10 +250,10 @@ def test_the_ur5e_publishes_its_flange_and_the_hand_eye_calibration() -> None:
     """base -> tool0 from the TCP pose and offset (flange = TCP moved back along the tool axis)."""
     import math
 
-    from skills_node.backends._arm import flange_in_base
     from skills_node.core.arm import TcpPose
+    from skills_node.core.arm_settings import flange_in_base
     from skills_node.core.kinematics import forward_kinematics
-    from skills_node.testing.fake_rtde import HOME_Q
+    from skills_node.robots.ur5e.testing.fake_rtde import HOME_Q
 
     ur5e, _ = settings_from_parameters(skills_params("ur5e"))
     assert isinstance(ur5e.backend_settings, Ur5eSettings)

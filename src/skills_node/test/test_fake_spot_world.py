@@ -10,8 +10,8 @@ from bosdyn.client.math_helpers import Quat, SE3Pose  # type: ignore[import-unty
 
 from monologue_domain.kitchen.state import HELD
 from monologue_domain.kitchen.world import DEFAULT_PLACEMENTS, make_state
-from skills_node.testing.fake_spot import HAND_T_SENSOR, LOOK_HAND
-from skills_node.testing.fake_spot_world import BODY_HEIGHT, STAND_POSES, FakeKitchen, color_of
+from skills_node.robots.spot.testing.fake_spot import HAND_T_SENSOR, LOOK_HAND
+from skills_node.robots.spot.testing.fake_spot_world import BODY_HEIGHT, STAND_POSES, FakeKitchen, color_of
 
 W, H, F = 320, 240, 276.0  # px: the hand camera at half resolution (same field of view)
 

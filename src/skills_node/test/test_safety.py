@@ -13,8 +13,8 @@ from skills_node.core.arm import ArmFault, FaultKind, MotionInterrupted, MotionR
 from skills_node.core.kinematics import forward_kinematics, matrix_to_rotvec, rotvec_to_matrix
 from skills_node.core.safety import SafeArm, SafetyLimits, SkillRule, is_approval
 from skills_node.core.types import SkillError, SkillRejected
-from skills_node.core.ur5e_rtde import RtdeArm
-from skills_node.testing.fake_rtde import DOWN_POSE, HOME_Q, FakeUrController
+from skills_node.robots.ur5e.core.rtde import RtdeArm
+from skills_node.robots.ur5e.testing.fake_rtde import DOWN_POSE, HOME_Q, FakeUrController
 
 LOG = logging.getLogger("test.safety")
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from monologue_common.core.settings import parameters_from_files
-from skills_node.backends import settings_from_parameters
 from skills_node.core.arm import MotionInterrupted, MotionRefused, Refusal, TcpPose
 from skills_node.core.arm_backend import ArmSkillBackend, PickPlaceConfig, SceneLocator
 from skills_node.core.safety import JOINT_PATH_STEP, SafeArm, SafetyLimits
-from skills_node.core.ur5e_rtde import RtdeArm
-from skills_node.testing.fake_rtde import DOWN_POSE, HOME_Q, FakeUrController
+from skills_node.plugin import settings_from_parameters
+from skills_node.robots.ur5e.core.rtde import RtdeArm
+from skills_node.robots.ur5e.testing.fake_rtde import DOWN_POSE, HOME_Q, FakeUrController
 
 LOG = logging.getLogger("test.safety_findings")
 CONFIG = Path(__file__).resolve().parents[3] / "config"

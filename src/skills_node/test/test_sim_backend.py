@@ -6,8 +6,8 @@ import threading
 
 from monologue_domain.kinematic_world import TabletopWorld, world_with
 from monologue_domain.scene_spec import SceneSpec
-from skills_node.core.backend import SimBackend
 from skills_node.core.types import SkillError, SkillOutcome, SkillState
+from skills_node.robots.kinematic.core.backend import SimBackend
 
 LOG = logging.getLogger("test")
 

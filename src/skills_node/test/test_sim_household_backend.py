@@ -3,72 +3,33 @@ reported), start-state overrides, skills with structured precondition errors, pe
 affordances, ground truth that encodes the symbolic state."""
 from __future__ import annotations
 
-import logging
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from monologue_domain.kitchen.scene import state_from_scene
 from monologue_domain.kitchen.skills import parse_precondition
-from skills_node.backends import settings_from_parameters
-from skills_node.backends.sim_household import HouseholdBackend, HouseholdSettings
 from skills_node.core.types import SkillError, SkillOutcome, SkillState
+from skills_node.plugin import settings_from_parameters
+from skills_node.robots.household.core import HouseholdBackend
+from skills_node.robots.household.plugin import HouseholdSettings
+from skills_node.testing.host import FakeHost, create_backend, skills_params
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, object]:
-    out: dict[str, object] = {}
-    for k, v in tree.items():
-        if isinstance(v, dict):
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def params(**extra: object) -> dict[str, object]:
-    p: dict[str, object] = {}
-    for f in (CONFIG / "monologue.yaml", CONFIG / "robots" / "sim_household.yaml"):
-        p.update(flatten((yaml.safe_load(f.read_text()).get("skills") or {}).get("ros__parameters", {})))
-    p["backend"] = "sim_household"
-    p.update({f"household.{k}": v for k, v in extra.items()})
-    return p
+    return {**skills_params(CONFIG, "sim_household"), **{f"household.{k}": v for k, v in extra.items()}}
 
 
-class _Host:
-    changed = 0
-
-    @property
-    def node(self) -> Any:
-        raise AssertionError("a simulated world needs no node")
-
-    @property
-    def frame_id(self) -> str:
-        return "map"
-
-    def logger(self, name: str) -> Any:
-        return logging.getLogger(name)
-
-    def publish_ground_truth(self) -> None:
-        self.changed += 1
-
-
-def backend(**extra: object) -> tuple[HouseholdBackend, _Host]:
-    settings, unused = settings_from_parameters(params(**{"skill_duration": 0.0, **extra}))
-    assert unused == []
-    host = _Host()
-    b = settings.plugin.create(host, settings.backend_settings).backend
-    assert isinstance(b, HouseholdBackend)
-    return b, host
+def backend(**extra: object) -> tuple[HouseholdBackend, FakeHost]:
+    return create_backend(params(**{"skill_duration": 0.0, **extra}), HouseholdBackend)
 
 
 def test_settings_from_the_yaml_alone() -> None:
     settings, unused = settings_from_parameters(params())
-    assert unused == [] and settings.plugin.name == "sim_household"
+    assert unused == [] and settings.plugin.name == "household"
     s = settings.backend_settings
     assert isinstance(s, HouseholdSettings)
     assert (s.scene_name, s.hands, s.affordance_flip, s.seed) == ("lab", 1, 0.0, 0)  # perfect oracle, Spot's arm
@@ -148,7 +109,7 @@ def test_noisy_oracle_flips_about_six_percent() -> None:
 
 def test_cancel_changes_nothing_and_busy_is_refused() -> None:
     settings, _ = settings_from_parameters(params(skill_duration=5.0))
-    b = settings.plugin.create(_Host(), settings.backend_settings).backend
+    b = settings.plugin.create(FakeHost(frame_id="map"), settings.backend_settings).backend
     cancel = threading.Event()
     cancel.set()
     out = b.execute("stand_up", [], lambda *_: None, cancel)

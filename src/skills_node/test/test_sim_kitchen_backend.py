@@ -4,69 +4,30 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from monologue_domain.kitchen.scene import state_from_scene
-from skills_node.backends import settings_from_parameters
-from skills_node.backends.sim_kitchen import KitchenBackend, KitchenSettings
 from skills_node.core.types import SkillError, SkillOutcome, SkillState
+from skills_node.plugin import settings_from_parameters
+from skills_node.robots.kitchen.core import KitchenBackend
+from skills_node.robots.kitchen.plugin import KitchenSettings
+from skills_node.testing.host import FakeHost, create_backend, skills_params
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, object]:
-    out: dict[str, object] = {}
-    for k, v in tree.items():
-        if isinstance(v, dict):
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def params(**extra: object) -> dict[str, object]:
-    p: dict[str, object] = {}
-    for f in (CONFIG / "monologue.yaml", CONFIG / "robots" / "sim_kitchen.yaml"):
-        p.update(flatten((yaml.safe_load(f.read_text()).get("skills") or {}).get("ros__parameters", {})))
-    p["backend"] = "sim_kitchen"
-    p.update({f"kitchen.{k}": v for k, v in extra.items()})
-    return p
+    return {**skills_params(CONFIG, "sim_kitchen"), **{f"kitchen.{k}": v for k, v in extra.items()}}
 
 
-class _Host:
-    changed = 0
-
-    @property
-    def node(self) -> Any:
-        raise AssertionError("a simulated world needs no node")
-
-    @property
-    def frame_id(self) -> str:
-        return "map"
-
-    def logger(self, name: str) -> Any:
-        import logging
-        return logging.getLogger(name)
-
-    def publish_ground_truth(self) -> None:
-        self.changed += 1
-
-
-def backend(**extra: object) -> tuple[KitchenBackend, _Host]:
-    settings, unused = settings_from_parameters(params(skill_duration=0.0, **extra))
-    assert unused == []
-    host = _Host()
-    b = settings.plugin.create(host, settings.backend_settings).backend
-    assert isinstance(b, KitchenBackend)
-    return b, host
+def backend(**extra: object) -> tuple[KitchenBackend, FakeHost]:
+    return create_backend(params(skill_duration=0.0, **extra), KitchenBackend)
 
 
 def test_settings_from_the_yaml_alone() -> None:
     settings, unused = settings_from_parameters(params())
-    assert unused == [] and settings.plugin.name == "sim_kitchen"
+    assert unused == [] and settings.plugin.name == "kitchen"
     s = settings.backend_settings
     assert isinstance(s, KitchenSettings) and len(s.start.object_locations) == 15
     assert s.drawers == ("top drawer",) and s.noise.affordance_flip == 0.0
@@ -103,7 +64,7 @@ def test_pick_up_the_coke_through_the_backend() -> None:
 
 def test_cancel_changes_nothing() -> None:
     settings, _ = settings_from_parameters(params(skill_duration=5.0, objects=["coke@table"]))
-    b = settings.plugin.create(_Host(), settings.backend_settings).backend
+    b = settings.plugin.create(FakeHost(frame_id="map"), settings.backend_settings).backend
     cancel = threading.Event()
     cancel.set()
     out = b.execute("go_to", ["table"], lambda *_: None, cancel)

@@ -1,5 +1,5 @@
-"""The `spot` skills backend's settings (backends/spot.py, from config/robots/spot.yaml; every problem reported at
-once) and the ROS-free geometry of its skills (core/spot_skills.py): poses in the kitchen frame, projecting an
+"""The `spot` skills backend's settings (robots/spot/settings.py, from config/robots/spot.yaml; every problem reported at
+once) and the ROS-free geometry of its skills (robots/spot/core/skills.py): poses in the kitchen frame, projecting an
 odom point into a camera image, 3D pose algebra for the TF. The skills themselves run against the fake Spot
 in test_spot_skills.py."""
 from __future__ import annotations
@@ -12,11 +12,11 @@ import yaml
 
 from monologue_common.core.settings import ParamReader, flatten
 from monologue_domain.kitchen.vocabulary import OBJECTS
-from monologue_domain.robots import load_robots
-from skills_node.backends import settings_from_parameters
-from skills_node.backends.spot import SpotBackendSettings, read
-from skills_node.core.spot import SpotSettings
-from skills_node.core.spot_skills import SKILLS, compose, compose3, inverse, invert3, point_in, project, relative
+from skills_node.plugin import settings_from_parameters
+from skills_node.robots.spot.core.robot import SpotSettings
+from skills_node.robots.spot.core.skills import SKILLS, compose, compose3, inverse, invert3, point_in, project, relative
+from skills_node.robots.spot.settings import SpotBackendSettings, read
+from skills_node.testing.host import skills_params
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 
@@ -51,11 +51,7 @@ def test_spot_yaml_reads() -> None:
 
 def test_the_robot_files_alone_configure_the_node() -> None:
     """config/monologue.yaml + config/robots/spot.yaml: every skills parameter they set is read."""
-    params: dict[str, object] = {}
-    for f in (CONFIG / "monologue.yaml", CONFIG / "robots" / "spot.yaml"):
-        params.update(flatten((yaml.safe_load(f.read_text()).get("skills") or {}).get("ros__parameters", {})))
-    params["backend"] = load_robots(CONFIG)["spot"].skills_backend
-    settings, unused = settings_from_parameters(params)
+    settings, unused = settings_from_parameters(skills_params(CONFIG, "spot"))
     assert settings.backend == "spot" and isinstance(settings.backend_settings, SpotBackendSettings)
     assert unused == []
 

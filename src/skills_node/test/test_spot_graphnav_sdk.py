@@ -1,4 +1,4 @@
-"""SpotRobot's GraphNav navigation (core/spot.py) on the real bosdyn-client GraphNavClient against FakeSpot's
+"""SpotRobot's GraphNav navigation (robots/spot/core/robot.py) on the real bosdyn-client GraphNavClient against FakeSpot's
 GraphNavService (a waypoint per kitchen location): localization, navigate_to + feedback until the goal, and
 every way it fails (stuck, lost, not localized, unknown waypoint, lease taken, e-stop, cancel, silent robot)
 ending in a clear error within bounded time; after a failure the robot is where odometry says and can go on."""
@@ -8,15 +8,15 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from bosdyn.api.graph_nav import graph_nav_pb2  # type: ignore[import-untyped, unused-ignore]
 
 from skills_node.core.arm import FaultKind, MotionInterrupted, MotionRefused
-from skills_node.core.spot import SpotCredentials, SpotFault, SpotFaultCause, SpotRobot, SpotSettings
-from skills_node.testing.fake_spot import FakeSpot
-from skills_node.testing.fake_spot_world import STAND_POSES, FakeKitchen
+from skills_node.robots.spot.core.robot import SpotCredentials, SpotFault, SpotFaultCause, SpotRobot, SpotSettings
+from skills_node.robots.spot.testing.fake_spot import FakeSpot
+from skills_node.robots.spot.testing.fake_spot_world import STAND_POSES, FakeKitchen
 
 LOG = logging.getLogger("test.spot.graphnav")
 USER, PASSWORD = "operator", "s3cret-Spot-passw0rd"
@@ -36,24 +36,14 @@ Make = Callable[..., tuple[SpotRobot, FakeSpot, FakeKitchen]]
 
 
 @pytest.fixture
-def make() -> Iterator[Make]:
+def make(standing_spot: Callable[..., SpotRobot]) -> Make:
     """make(time_scale) -> a standing SpotRobot on a FakeSpot hosting the kitchen (starts at initial position)."""
-    opened: list[tuple[SpotRobot, FakeSpot]] = []
-
     def _make(time_scale: float = 0.05) -> tuple[SpotRobot, FakeSpot, FakeKitchen]:
         world = FakeKitchen()
         fake = FakeSpot(username=USER, password=PASSWORD, world=world, time_scale=time_scale).start()
-        robot = SpotRobot(settings_for(fake), SpotCredentials(USER, PASSWORD), LOG)
-        opened.append((robot, fake))
-        robot.connect()
-        robot.power_on()
-        robot.stand()
-        return robot, fake, world
+        return standing_spot(fake, settings_for(fake), SpotCredentials(USER, PASSWORD)), fake, world
 
-    yield _make
-    for robot, fake in opened:
-        robot.close()
-        fake.stop()
+    return _make
 
 
 def test_navigate_to_waypoint_reaches_it(make: Make) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from monologue_common.core.settings import ParamReader, parameters_from_files
-from skills_node.backends.spot import read
 from skills_node.core.arm import MotionRefused, Refusal
-from skills_node.core.spot import PASSWORD_ENV, USERNAME_ENV, SpotCredentials, SpotRobot, SpotSettings
-from skills_node.testing.fake_spot import FakeSpot
+from skills_node.robots.spot.core.robot import PASSWORD_ENV, USERNAME_ENV, SpotCredentials, SpotRobot, SpotSettings
+from skills_node.robots.spot.settings import read
+from skills_node.robots.spot.testing.fake_spot import FakeSpot
 
 LOG = logging.getLogger("test.spot_limits")
 PASSWORD = "limits-test-password"

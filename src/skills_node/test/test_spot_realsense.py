@@ -1,6 +1,6 @@
 """A camera of our own on Spot's arm (robot:=spot_realsense): SpotRobot.kinematics() on the real bosdyn-client
 against FakeSpot (odom_T_body, body_T_hand, the acquisition time on the local clock although the robot's clock
-is skewed), the TF the skills node publishes for it (spot_ros.mount_transforms + the static mount), the
+is skewed), the TF the skills node publishes for it (robots/spot/ros.mount_transforms + the static mount), the
 `spot.camera_mount` settings and config/robots/spot_realsense.yaml; and `spot.ca_cert_path` naming a missing
 file, refused at start-up with the parameter and the path."""
 from __future__ import annotations
@@ -18,10 +18,10 @@ import yaml
 
 from monologue_common.core.settings import ParamReader, flatten
 from monologue_domain.robots import load_robots
-from skills_node.backends.spot import SpotBackendSettings, read
-from skills_node.core.spot import SpotCredentials, SpotKinematics, SpotRobot, SpotSettings, ca_cert_problem
-from skills_node.testing.fake_spot import HAND_FRAME, LOOK_HAND, FakeSpot
-from skills_node.testing.fake_spot_world import BODY_HEIGHT
+from skills_node.robots.spot.core.robot import SpotCredentials, SpotKinematics, SpotRobot, SpotSettings, ca_cert_problem
+from skills_node.robots.spot.settings import SpotBackendSettings, read
+from skills_node.robots.spot.testing.fake_spot import HAND_FRAME, LOOK_HAND, FakeSpot
+from skills_node.robots.spot.testing.fake_spot_world import BODY_HEIGHT
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 LOG = logging.getLogger("test.spot.realsense")
@@ -104,7 +104,7 @@ def test_kinematics_are_the_robot_states_body_and_hand_at_local_time(skewed: tup
 
 def test_mount_transforms_chain_to_the_cameras_pose(skewed: tuple[SpotRobot, FakeSpot]) -> None:
     """odom -> body -> hand (dynamic, at the state's stamp) and the static mount compose to the camera's pose."""
-    from skills_node.spot_ros import mount_transforms, stamp_msg
+    from skills_node.robots.spot.ros import mount_transforms, stamp_msg
 
     robot, fake = skewed
     fake.set_body_pose((0.5, 0.3, -1.0))

@@ -1,4 +1,4 @@
-"""SpotRobot (core/spot.py) on the real bosdyn-client against FakeSpot, a gRPC robot over TLS on localhost.
+"""SpotRobot (robots/spot/core/robot.py) on the real bosdyn-client against FakeSpot, a gRPC robot over TLS on localhost.
 
 Asserts the RPC sequence of connect / power / stand / sit / close, and every fault: lease taken by the tablet
 mid-motion, e-stop cut mid-motion, command feedback failure, a silent and a vanished robot (a clear error within
@@ -16,7 +16,7 @@ import pytest
 from bosdyn.api import basic_command_pb2, estop_pb2  # type: ignore[import-untyped, unused-ignore]
 
 from skills_node.core.arm import FaultKind, MotionInterrupted, MotionRefused, Refusal
-from skills_node.core.spot import (
+from skills_node.robots.spot.core.robot import (
     PASSWORD_ENV,
     USERNAME_ENV,
     SpotCredentials,
@@ -25,7 +25,7 @@ from skills_node.core.spot import (
     SpotRobot,
     SpotSettings,
 )
-from skills_node.testing.fake_spot import FakeSpot, mobility_params
+from skills_node.robots.spot.testing.fake_spot import FakeSpot, mobility_params
 
 LOG = logging.getLogger("test.spot")
 PASSWORD = "s3cret-Spot-passw0rd"  # must never appear in any log record or error

@@ -1,5 +1,5 @@
-"""SayCan's kitchen skills on Spot (core/spot_skills.py `SpotKitchenSkills`) on the real bosdyn-client
-(core/spot.py `SpotRobot`) against FakeSpot hosting a FakeKitchen (testing/fake_spot.py, fake_spot_world.py):
+"""SayCan's kitchen skills on Spot (robots/spot/core/skills.py `SpotKitchenSkills`) on the real bosdyn-client
+(robots/spot/core/robot.py `SpotRobot`) against FakeSpot hosting a FakeKitchen (robots/spot/testing/fake_spot.py, fake_spot_world.py):
 the gRPC robot's images, odometry, grasps and the world's ground truth agree.
 
 Perception is stood in for by `Eye`: it reads the hand camera through SpotRobot.get_images, projects the
@@ -29,11 +29,11 @@ from monologue_domain.kitchen.state import HELD
 from monologue_domain.kitchen.world import KitchenWorld, make_state
 from monologue_domain.scene import SceneObject
 from monologue_domain.skills import SkillError, SkillState
-from skills_node.backends.spot import SpotBackendSettings, read
-from skills_node.core.spot import PASSWORD_ENV, USERNAME_ENV, SpotCredentials, SpotRobot, SpotSettings
-from skills_node.core.spot_skills import SceneBuffer, SpotKitchenSettings, SpotKitchenSkills, project
-from skills_node.testing.fake_spot import FakeSpot
-from skills_node.testing.fake_spot_world import FakeKitchen
+from skills_node.robots.spot.core.robot import PASSWORD_ENV, USERNAME_ENV, SpotCredentials, SpotRobot, SpotSettings
+from skills_node.robots.spot.core.skills import SceneBuffer, SpotKitchenSettings, SpotKitchenSkills, project
+from skills_node.robots.spot.settings import SpotBackendSettings, read
+from skills_node.robots.spot.testing.fake_spot import FakeSpot
+from skills_node.robots.spot.testing.fake_spot_world import FakeKitchen
 
 LOG = logging.getLogger("test.spot_skills")
 CONFIG = Path(__file__).resolve().parents[3] / "config"
@@ -77,7 +77,7 @@ class Eye:
             except Exception:  # noqa: BLE001 - a fault test takes the robot away: perception sees nothing
                 continue
             d = np.frombuffer(depth.data, dtype="<u2").reshape(depth.height, depth.width) / depth.depth_scale
-            from skills_node.core.spot_skills import point_in
+            from skills_node.robots.spot.core.skills import point_in
 
             seen: set[str] = set()
             for o in self._world.ground_truth():
@@ -377,11 +377,11 @@ def test_approval_gate() -> None:
 
 
 def test_hand_images_as_ros_messages() -> None:
-    """spot_ros.camera_messages: rgb8 colour, 16UC1 mm depth aligned to it, CameraInfo from the intrinsics, and
+    """robots/spot/ros.camera_messages: rgb8 colour, 16UC1 mm depth aligned to it, CameraInfo from the intrinsics, and
     the TF odom -> body -> sensor, all with the colour image's stamp; the depth at the coke's pixel is its
     distance along the optical axis."""
-    from skills_node.core.spot_skills import compose3, point_in
-    from skills_node.spot_ros import camera_messages
+    from skills_node.robots.spot.core.skills import compose3, point_in
+    from skills_node.robots.spot.ros import camera_messages
 
     with make_rig(START, at="far counter") as rig:
         color, depth = rig.robot.get_images(["hand_color_image", "hand_depth_in_hand_color_frame"])

@@ -1,10 +1,17 @@
-"""SpotStatus (core/spot.py): the fault order and wording the skills node reports, as for the UR5e's ArmStatus."""
+"""SpotStatus (robots/spot/core/robot.py): the fault order and wording the skills node reports, as for the UR5e's ArmStatus."""
 from __future__ import annotations
 
 import pytest
 
 from skills_node.core.arm import ArmFault, FaultKind
-from skills_node.core.spot import PASSWORD_ENV, USERNAME_ENV, SpotCredentials, SpotFault, SpotFaultCause, SpotStatus
+from skills_node.robots.spot.core.robot import (
+    PASSWORD_ENV,
+    USERNAME_ENV,
+    SpotCredentials,
+    SpotFault,
+    SpotFaultCause,
+    SpotStatus,
+)
 
 HEALTHY = SpotStatus(connected=True, powered=True, standing=True, lease_held=True)
 

@@ -1,4 +1,4 @@
-"""SpotRobot's odometry, camera and arm API (core/spot.py) on the real bosdyn-client against FakeSpot hosting a
+"""SpotRobot's odometry, camera and arm API (robots/spot/core/robot.py) on the real bosdyn-client against FakeSpot hosting a
 kitchen (testing/fake_spot_world.py): body pose and odom walks (with recovery after an interrupted walk), hand
 images an oracle can use, ManipulationApi grasps (and how they fail), put down, drawers, and faults mid-grasp /
 mid-arm-motion (lease taken, e-stop, cancel): every one ends with a clear error, never a hang."""
@@ -8,7 +8,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -17,7 +17,7 @@ from bosdyn.api import manipulation_api_pb2  # type: ignore[import-untyped, unus
 from monologue_domain.kitchen.state import HELD
 from monologue_domain.kitchen.world import DEFAULT_PLACEMENTS, make_state
 from skills_node.core.arm import ArmFault, FaultKind, MotionInterrupted, MotionRefused, Refusal
-from skills_node.core.spot import (
+from skills_node.robots.spot.core.robot import (
     GraspFailed,
     SpotCredentials,
     SpotFault,
@@ -26,8 +26,8 @@ from skills_node.core.spot import (
     SpotRobot,
     SpotSettings,
 )
-from skills_node.testing.fake_spot import COLOR_SOURCE, DEPTH_SOURCE, FakeSpot
-from skills_node.testing.fake_spot_world import STAND_POSES, FakeKitchen, color_of
+from skills_node.robots.spot.testing.fake_spot import COLOR_SOURCE, DEPTH_SOURCE, FakeSpot
+from skills_node.robots.spot.testing.fake_spot_world import STAND_POSES, FakeKitchen, color_of
 
 LOG = logging.getLogger("test.spot.world")
 USER, PASSWORD = "operator", "s3cret-Spot-passw0rd"
@@ -50,25 +50,15 @@ Make = Callable[..., tuple[SpotRobot, FakeSpot, FakeKitchen]]
 
 
 @pytest.fixture
-def make() -> Iterator[Make]:
+def make(standing_spot: Callable[..., SpotRobot]) -> Make:
     """make(time_scale=0.05, world=None) -> a standing SpotRobot connected to a FakeSpot hosting a kitchen."""
-    opened: list[tuple[SpotRobot, FakeSpot]] = []
-
     def _make(time_scale: float = 0.05, world: FakeKitchen | None = None) -> tuple[SpotRobot, FakeSpot, FakeKitchen]:
         kitchen = world or FakeKitchen()
         fake = FakeSpot(username=USER, password=PASSWORD, world=kitchen, time_scale=time_scale, image_size=(W, H),
                         focal_length_px=F).start()
-        robot = SpotRobot(settings_for(fake), SpotCredentials(USER, PASSWORD), LOG)
-        opened.append((robot, fake))
-        robot.connect()
-        robot.power_on()
-        robot.stand()
-        return robot, fake, kitchen
+        return standing_spot(fake, settings_for(fake), SpotCredentials(USER, PASSWORD)), fake, kitchen
 
-    yield _make
-    for robot, fake in opened:
-        robot.close()
-        fake.stop()
+    return _make
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ import pytest
 from monologue_domain.kinematic_world import TabletopWorld, world_with
 from monologue_domain.tabletop_preconditions import TableThing
 from skills_node.core.arm_backend import ArmSkillBackend, PickPlaceConfig, SceneEntry, SceneLocator
-from skills_node.core.backend import SimBackend
 from skills_node.core.safety import SafeArm, SafetyLimits
 from skills_node.core.types import SkillError, SkillOutcome, SkillState
-from skills_node.core.ur5e_rtde import RtdeArm
-from skills_node.testing.fake_rtde import FakeObject, FakeUrController
+from skills_node.robots.kinematic.core.backend import SimBackend
+from skills_node.robots.ur5e.core.rtde import RtdeArm
+from skills_node.robots.ur5e.testing.fake_rtde import FakeObject, FakeUrController
 
 LOG = logging.getLogger("test.tabletop_preconditions")
 PLACE_CATEGORIES = ("bowl", "plate", "location")
@@ -58,26 +58,19 @@ class LimitsReach:
 
 
 @pytest.fixture
-def scene_robot() -> Iterator[FakeUrController]:
-    r = FakeUrController(time_scale=20.0, objects=fake_objects())
-    yield r
-    r.release()
+def robot_objects() -> list[FakeObject]:
+    """The conftest's fake robot (and the arm fixtures on it) hosts this scene."""
+    return fake_objects()
 
 
 @pytest.fixture
-def arm_backend(scene_robot: FakeUrController, make_arm, fk, pick_config: PickPlaceConfig,  # type: ignore[no-untyped-def]
+def arm_backend(robot: FakeUrController, make_arm, fk, pick_config: PickPlaceConfig,  # type: ignore[no-untyped-def]
                 limits_for) -> Iterator[tuple[ArmSkillBackend, SceneLocator]]:
     arm: RtdeArm = make_arm()
     safe = SafeArm(arm, limits_for(), LOG, forward_kinematics=fk, approval_timeout_s=30.0)
     locator = SceneLocator(PLACE_CATEGORIES, use_place_points=True)
-    locator.update(perceived(scene_robot))
+    locator.update(perceived(robot))
     yield ArmSkillBackend(safe, locator, pick_config, LOG, approval_timeout_s=30.0), locator
-
-
-@pytest.fixture
-def robot(scene_robot: FakeUrController) -> FakeUrController:
-    """The conftest's arm fixtures drive this scene's fake robot."""
-    return scene_robot
 
 
 def kinematic(limits: SafetyLimits) -> tuple[SimBackend, TabletopWorld]:
@@ -108,7 +101,7 @@ CASES = [
 
 @pytest.mark.parametrize("obj, target, error, line", CASES)
 def test_both_backends_refuse_alike_and_nothing_moves(arm_backend: tuple[ArmSkillBackend, SceneLocator],
-                                                     scene_robot: FakeUrController, limits_for,  # type: ignore[no-untyped-def]
+                                                     robot: FakeUrController, limits_for,  # type: ignore[no-untyped-def]
                                                      obj: str, target: str, error: SkillError, line: str) -> None:
     sim, world = kinematic(limits_for())
     before = [(o.name, o.x, o.y, o.z) for o in world.objects]
@@ -119,7 +112,7 @@ def test_both_backends_refuse_alike_and_nothing_moves(arm_backend: tuple[ArmSkil
     assert k_out.message.startswith(line.split(": ", 1)[1]) and a_out.message.startswith(line.split(": ", 1)[1])
     assert "nothing moved" in a_out.message
     assert k_states == [] and a_states == []
-    assert scene_robot.motion_commands() == []  # nothing was sent to the fake UR5e
+    assert robot.motion_commands() == []  # nothing was sent to the fake UR5e
     assert [(o.name, o.x, o.y, o.z) for o in world.objects] == before
     # and the refused instance is not afforded by either
     for backend in (sim, arm_backend[0]):
@@ -128,29 +121,29 @@ def test_both_backends_refuse_alike_and_nothing_moves(arm_backend: tuple[ArmSkil
 
 
 def test_unknown_names_stay_invalid_arguments(arm_backend: tuple[ArmSkillBackend, SceneLocator],
-                                              scene_robot: FakeUrController, limits_for) -> None:  # type: ignore[no-untyped-def]
+                                              robot: FakeUrController, limits_for) -> None:  # type: ignore[no-untyped-def]
     sim, _ = kinematic(limits_for())
     for backend in (sim, arm_backend[0]):
         out, _ = run(backend, "purple block", "red bowl")
         assert out.error == SkillError.INVALID_ARGUMENTS and out.failed_precondition == ""
-    assert scene_robot.motion_commands() == []
+    assert robot.motion_commands() == []
 
 
 def test_an_occluded_object_is_not_visible(arm_backend: tuple[ArmSkillBackend, SceneLocator],
-                                           scene_robot: FakeUrController) -> None:
+                                           robot: FakeUrController) -> None:
     backend, locator = arm_backend
-    locator.update(perceived(scene_robot, hidden=("green block",)))
+    locator.update(perceived(robot, hidden=("green block",)))
     out, _ = run(backend, "green block", "red bowl")
     assert out.error == SkillError.PRECONDITION_FAILED
     assert out.failed_precondition == "not_visible: I cannot pick up the green block because I cannot see the green block"
     out, _ = run(backend, "blue block", "green block")
     assert out.failed_precondition == ("not_visible: I cannot place the blue block on the green block because I "
                                        "cannot see the green block")
-    assert scene_robot.motion_commands() == []
+    assert robot.motion_commands() == []
 
 
 def test_a_held_object_blocks_every_pick_until_it_is_released(arm_backend: tuple[ArmSkillBackend, SceneLocator],
-                                                             scene_robot: FakeUrController) -> None:
+                                                             robot: FakeUrController) -> None:
     """A cancel while carrying leaves the block on the suction cup: the next pick_place is hand_full (the
     held block named), nothing is sent, and no pick_place is afforded."""
     backend, _ = arm_backend
@@ -168,15 +161,15 @@ def test_a_held_object_blocks_every_pick_until_it_is_released(arm_backend: tuple
         backend.execute("pick_place", ["green block", "red bowl"], feedback, cancel)))
     t.start()
     assert carrying.wait(10.0)
-    scene_robot.set_time_scale(1.0)
+    robot.set_time_scale(1.0)
     time.sleep(0.05)
     cancel.set()
     t.join(5.0)
     assert result and result[0].error == SkillError.CANCELED, result
-    assert scene_robot.held is scene_robot.get("green block")
-    sent = len(scene_robot.motion_commands())
+    assert robot.held is robot.get("green block")
+    sent = len(robot.motion_commands())
     out, fb = run(backend, "blue block", "middle")
     assert out.error == SkillError.PRECONDITION_FAILED and fb == []
     assert out.failed_precondition == "hand_full: I cannot pick up the blue block because I am already holding the green block"
-    assert len(scene_robot.motion_commands()) == sent
+    assert len(robot.motion_commands()) == sent
     assert all(a.affordance == 0.0 for a in backend.affordances(include_unaffordable=True))

@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from skills_node.core.arm import ArmFault, ArmStatus, FaultKind, MotionInterrupted, SafetyMode, TcpPose
-from skills_node.core.ur5e_rtde import RtdeArm, RtdeArmConfig, UrPorts, motion_duration, probe_controller
-from skills_node.testing.fake_rtde import DOWN_POSE, FakeUrController
+from skills_node.robots.ur5e.core.rtde import RtdeArm, RtdeArmConfig, UrPorts, motion_duration, probe_controller
+from skills_node.robots.ur5e.testing.fake_rtde import DOWN_POSE, FakeUrController
 
 
 class TcpServer:

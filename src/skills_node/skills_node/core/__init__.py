@@ -1,1 +1,2 @@
-"""ROS-free skill logic: the tabletop world, skill backends and affordances."""
+"""ROS-free skill logic shared by the robots: the SkillBackend protocol, the arm (types, kinematics, safety layer,
+pick-and-place backend, settings) and the symbolic worlds' backend base."""

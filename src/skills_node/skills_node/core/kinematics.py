@@ -92,3 +92,12 @@ def forward_kinematics(q: Sequence[float], tcp_offset: TcpPose | None = None,
     if tcp_offset is not None:
         t = _matmul(t, pose_to_matrix(tcp_offset))
     return matrix_to_pose(t)
+
+
+def rotvec_to_quaternion(rx: float, ry: float, rz: float) -> tuple[float, float, float, float]:
+    """Rotation vector (rad) -> quaternion (x, y, z, w)."""
+    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
+    if angle < 1e-12:
+        return (0.0, 0.0, 0.0, 1.0)
+    s = math.sin(angle / 2.0) / angle
+    return (rx * s, ry * s, rz * s, math.cos(angle / 2.0))

@@ -1,1 +1,2 @@
-"""Test doubles at hardware SDK boundaries (used by tests and selectable by parameter, never by default)."""
+"""Test doubles shared by the robots' tests: a BackendHost without ROS and the skills node's parameters of a
+robot from the YAML files (each robot's SDK fake is in robots/<name>/testing/)."""

@@ -16,9 +16,9 @@ from monologue_common.core.settings import ParamReader
 from monologue_domain.kinematic_world import PlaceNoise, TabletopWorld
 from monologue_domain.scene_spec import SceneSpec, make_spec
 from monologue_domain.statler_domains import SCENES, TRUTH_TOPIC, DomainSettings, DomainTruth, domain_spec
+from skills_node.plugin import BackendHandle, BackendHost, BackendPlugin
 
-from ..core.backend import SimBackend
-from . import BackendHandle, BackendHost, BackendPlugin
+from .core.backend import SimBackend
 
 
 @dataclass(frozen=True)

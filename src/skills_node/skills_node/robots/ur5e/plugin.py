@@ -3,7 +3,7 @@
 Parameters (config/robots/ur5e.yaml): `ur5e.*` (connection, tool, end effector, contact, the
 primitive), `safety.*`, `approval.*`, `scene_topic`, `place_categories`, `use_place_points`,
 `status_rate`. `ur5e.rtde_factory` "" = ur_rtde; "module:function" returning RtdeFactories is for
-tests only (skills_node.testing.fake_rtde). Bring-up: docs/ur5e.md.
+tests only (skills_node.robots.ur5e.testing.fake_rtde). Bring-up: docs/ur5e.md.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from functools import partial
 
 from monologue_common.core.settings import ParamReader
+from skills_node.core.arm_settings import ArmSettings, ArmTf, read_arm, read_tf
+from skills_node.core.safety import SafetyLimits
+from skills_node.plugin import BackendHandle, BackendHost, BackendPlugin
 
-from ..core.safety import SafetyLimits
-from ..core.ur5e_rtde import EndEffectorIO, RtdeArmConfig, RtdeFactories, UrPorts, library_factories
-from . import BackendHandle, BackendHost, BackendPlugin
-from ._arm import ArmSettings, ArmTf, read_arm, read_tf
+from .core.rtde import EndEffectorIO, RtdeArmConfig, RtdeFactories, UrPorts, library_factories
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,9 @@ def load_factories(spec: str) -> RtdeFactories:
 
 
 def create(host: BackendHost, s: Ur5eSettings) -> BackendHandle:
-    from ..arm_ros import ArmRosBridge, ArmTfPublisher
-    from ..core.ur5e_rtde import RtdeArm
+    from skills_node.arm_ros import ArmRosBridge, ArmTfPublisher
+
+    from .core.rtde import RtdeArm
 
     log = host.logger("skills.ur5e")
     bridges: list[ArmRosBridge] = []  # the status callback may fire before the bridge exists

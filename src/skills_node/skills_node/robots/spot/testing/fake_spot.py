@@ -59,8 +59,9 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -749,30 +750,37 @@ class _Servicer:
     def __init__(self, spot: FakeSpot) -> None:
         self.spot = spot
 
+    @contextmanager
+    def _call(self, name: str, request: Any, context: Any, response: Any, advance: bool = False) -> Iterator[Any]:
+        """One RPC: record it (triggers, silence; FakeSpot._enter), then, under the lock, advance the motions if
+        asked and fill the response header; the handler fills the rest of `response`."""
+        self.spot._enter(name, request, context)
+        with self.spot._lock:
+            if advance:
+                self.spot._advance()
+            self.spot._header(response.header, request)
+            yield response
+
 
 class _RobotId(_Servicer, robot_id_service_pb2_grpc.RobotIdServiceServicer):  # type: ignore[misc]
     def GetRobotId(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
-        self.spot._enter("GetRobotId", request, context)
-        r = robot_id_pb2.RobotIdResponse()
-        self.spot._header(r.header, request)
-        r.robot_id.serial_number = self.spot.serial
-        r.robot_id.species = "spot"
-        r.robot_id.nickname = "fake-spot"
-        r.robot_id.software_release.version.major_version = 5
-        r.robot_id.software_release.version.minor_version = 2
+        with self._call("GetRobotId", request, context, robot_id_pb2.RobotIdResponse()) as r:
+            r.robot_id.serial_number = self.spot.serial
+            r.robot_id.species = "spot"
+            r.robot_id.nickname = "fake-spot"
+            r.robot_id.software_release.version.major_version = 5
+            r.robot_id.software_release.version.minor_version = 2
         return r
 
 
 class _Auth(_Servicer, auth_service_pb2_grpc.AuthServiceServicer):  # type: ignore[misc]
     def GetAuthToken(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("GetAuthToken", request, context)
-        r = auth_pb2.GetAuthTokenResponse()
-        self.spot._header(r.header, request)
-        if request.username == self.spot.username and request.password == self.spot.password:
-            r.status = auth_pb2.GetAuthTokenResponse.STATUS_OK
-            r.token = "fake-token-" + self.spot.serial
-        else:
-            r.status = auth_pb2.GetAuthTokenResponse.STATUS_INVALID_LOGIN
+        with self._call("GetAuthToken", request, context, auth_pb2.GetAuthTokenResponse()) as r:
+            if request.username == self.spot.username and request.password == self.spot.password:
+                r.status = auth_pb2.GetAuthTokenResponse.STATUS_OK
+                r.token = "fake-token-" + self.spot.serial
+            else:
+                r.status = auth_pb2.GetAuthTokenResponse.STATUS_INVALID_LOGIN
         return r
 
 
@@ -782,35 +790,29 @@ class _Directory(_Servicer, directory_service_pb2_grpc.DirectoryServiceServicer)
         return directory_pb2.ServiceEntry(name=name, type=type_, authority=AUTHORITY)
 
     def ListServiceEntries(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("ListServiceEntries", request, context)
-        r = directory_pb2.ListServiceEntriesResponse()
-        self.spot._header(r.header, request)
-        r.service_entries.extend(self._entry(n, t) for n, t in SERVICES)
+        with self._call("ListServiceEntries", request, context, directory_pb2.ListServiceEntriesResponse()) as r:
+            r.service_entries.extend(self._entry(n, t) for n, t in SERVICES)
         return r
 
     def GetServiceEntry(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("GetServiceEntry", request, context)
-        r = directory_pb2.GetServiceEntryResponse()
-        self.spot._header(r.header, request)
-        for n, t in SERVICES:
-            if n == request.service_name:
-                r.status = directory_pb2.GetServiceEntryResponse.STATUS_OK
-                r.service_entry.CopyFrom(self._entry(n, t))
-                return r
-        r.status = directory_pb2.GetServiceEntryResponse.STATUS_NONEXISTENT_SERVICE
+        with self._call("GetServiceEntry", request, context, directory_pb2.GetServiceEntryResponse()) as r:
+            for n, t in SERVICES:
+                if n == request.service_name:
+                    r.status = directory_pb2.GetServiceEntryResponse.STATUS_OK
+                    r.service_entry.CopyFrom(self._entry(n, t))
+                    return r
+            r.status = directory_pb2.GetServiceEntryResponse.STATUS_NONEXISTENT_SERVICE
         return r
 
 
 class _TimeSync(_Servicer, time_sync_service_pb2_grpc.TimeSyncServiceServicer):  # type: ignore[misc]
     def TimeSyncUpdate(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("TimeSyncUpdate", request, context)
-        r = time_sync_pb2.TimeSyncUpdateResponse()
-        self.spot._header(r.header, request)
-        r.clock_identifier = request.clock_identifier or "fake-spot-clock"
-        r.state.status = time_sync_pb2.TimeSyncState.STATUS_OK  # the skew is known exactly (same host)
-        r.state.best_estimate.clock_skew.FromNanoseconds(int(round(self.spot.clock_skew_s * 1e9)))
-        r.state.best_estimate.round_trip_time.nanos = 1_000_000
-        r.state.measurement_time.GetCurrentTime()
+        with self._call("TimeSyncUpdate", request, context, time_sync_pb2.TimeSyncUpdateResponse()) as r:
+            r.clock_identifier = request.clock_identifier or "fake-spot-clock"
+            r.state.status = time_sync_pb2.TimeSyncState.STATUS_OK  # the skew is known exactly (same host)
+            r.state.best_estimate.clock_skew.FromNanoseconds(int(round(self.spot.clock_skew_s * 1e9)))
+            r.state.best_estimate.round_trip_time.nanos = 1_000_000
+            r.state.measurement_time.GetCurrentTime()
         return r
 
 
@@ -824,10 +826,7 @@ class _Lease(_Servicer, lease_service_pb2_grpc.LeaseServiceServicer):  # type: i
         response.lease_owner.client_name = s.lease_owner
 
     def AcquireLease(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("AcquireLease", request, context)
-        r = lease_pb2.AcquireLeaseResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("AcquireLease", request, context, lease_pb2.AcquireLeaseResponse()) as r:
             s = self.spot._s
             if request.resource != BODY:
                 r.status = lease_pb2.AcquireLeaseResponse.STATUS_INVALID_RESOURCE
@@ -840,10 +839,7 @@ class _Lease(_Servicer, lease_service_pb2_grpc.LeaseServiceServicer):  # type: i
         return r
 
     def TakeLease(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("TakeLease", request, context)
-        r = lease_pb2.TakeLeaseResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("TakeLease", request, context, lease_pb2.TakeLeaseResponse()) as r:
             if request.resource != BODY:
                 r.status = lease_pb2.TakeLeaseResponse.STATUS_INVALID_RESOURCE
             else:
@@ -852,10 +848,7 @@ class _Lease(_Servicer, lease_service_pb2_grpc.LeaseServiceServicer):  # type: i
         return r
 
     def ReturnLease(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("ReturnLease", request, context)
-        r = lease_pb2.ReturnLeaseResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("ReturnLease", request, context, lease_pb2.ReturnLeaseResponse()) as r:
             result = lease_pb2.LeaseUseResult()
             if self.spot._check_lease(request.lease, result):
                 self.spot._s.returned.append(self.spot._s.lease_sequence)
@@ -866,18 +859,12 @@ class _Lease(_Servicer, lease_service_pb2_grpc.LeaseServiceServicer):  # type: i
         return r
 
     def RetainLease(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("RetainLease", request, context)
-        r = lease_pb2.RetainLeaseResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("RetainLease", request, context, lease_pb2.RetainLeaseResponse()) as r:
             self.spot._check_lease(request.lease, r.lease_use_result)
         return r
 
     def ListLeases(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("ListLeases", request, context)
-        r = lease_pb2.ListLeasesResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("ListLeases", request, context, lease_pb2.ListLeasesResponse()) as r:
             res = r.resources.add()
             res.resource = BODY
             if self.spot._s.lease_owner:
@@ -896,19 +883,13 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
         return cfg
 
     def GetEstopConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("GetEstopConfig", request, context)
-        r = estop_pb2.GetEstopConfigResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("GetEstopConfig", request, context, estop_pb2.GetEstopConfigResponse()) as r:
             r.active_config.CopyFrom(self._config())
         return r
 
     def SetEstopConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("SetEstopConfig", request, context)
-        r = estop_pb2.SetEstopConfigResponse()
-        with self.spot._lock:
+        with self._call("SetEstopConfig", request, context, estop_pb2.SetEstopConfigResponse()) as r:
             s = self.spot._s
-            self.spot._header(r.header, request)
             if request.target_config_id != s.estop_config_id:
                 r.status = estop_pb2.SetEstopConfigResponse.STATUS_INVALID_ID
             elif s.motors_on:
@@ -925,11 +906,8 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
         return r
 
     def RegisterEstopEndpoint(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("RegisterEstopEndpoint", request, context)
-        r = estop_pb2.RegisterEstopEndpointResponse()
-        with self.spot._lock:
+        with self._call("RegisterEstopEndpoint", request, context, estop_pb2.RegisterEstopEndpointResponse()) as r:
             s = self.spot._s
-            self.spot._header(r.header, request)
             r.request.CopyFrom(request)
             if request.target_config_id != s.estop_config_id:
                 r.status = estop_pb2.RegisterEstopEndpointResponse.STATUS_CONFIG_MISMATCH
@@ -949,11 +927,8 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
         return r
 
     def DeregisterEstopEndpoint(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("DeregisterEstopEndpoint", request, context)
-        r = estop_pb2.DeregisterEstopEndpointResponse()
-        with self.spot._lock:
+        with self._call("DeregisterEstopEndpoint", request, context, estop_pb2.DeregisterEstopEndpointResponse()) as r:
             s = self.spot._s
-            self.spot._header(r.header, request)
             r.request.CopyFrom(request)
             if s.endpoints.pop(request.target_endpoint.unique_id, None) is None:
                 r.status = estop_pb2.DeregisterEstopEndpointResponse.STATUS_ENDPOINT_MISMATCH
@@ -963,10 +938,7 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
         return r
 
     def EstopCheckIn(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("EstopCheckIn", request, context)
-        r = estop_pb2.EstopCheckInResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("EstopCheckIn", request, context, estop_pb2.EstopCheckInResponse()) as r:
             r.request.CopyFrom(request)
             ep = self.spot._s.endpoints.get(request.endpoint.unique_id)
             r.challenge = int(time.monotonic_ns() & 0xFFFFFFFF)
@@ -980,10 +952,7 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
         return r
 
     def GetEstopSystemStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("GetEstopSystemStatus", request, context)
-        r = estop_pb2.GetEstopSystemStatusResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("GetEstopSystemStatus", request, context, estop_pb2.GetEstopSystemStatusResponse()) as r:
             r.status.stop_level = estop_pb2.ESTOP_LEVEL_CUT if self.spot._estopped() else estop_pb2.ESTOP_LEVEL_NONE
             for e in self.spot._s.endpoints.values():
                 ews = r.status.endpoints.add(stop_level=e.level)
@@ -993,11 +962,8 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
 
 class _Power(_Servicer, power_service_pb2_grpc.PowerServiceServicer):  # type: ignore[misc]
     def PowerCommand(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("PowerCommand", request, context)
-        r = power_pb2.PowerCommandResponse()
-        with self.spot._lock:
+        with self._call("PowerCommand", request, context, power_pb2.PowerCommandResponse()) as r:
             s = self.spot._s
-            self.spot._header(r.header, request)
             r.power_command_id = next(self.spot._ids)
             if not self.spot._check_lease(request.lease, r.lease_use_result):
                 r.status = power_pb2.STATUS_UNKNOWN
@@ -1013,21 +979,15 @@ class _Power(_Servicer, power_service_pb2_grpc.PowerServiceServicer):  # type: i
         return r
 
     def PowerCommandFeedback(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("PowerCommandFeedback", request, context)
-        r = power_pb2.PowerCommandFeedbackResponse()
-        self.spot._header(r.header, request)
-        r.status = power_pb2.STATUS_SUCCESS
+        with self._call("PowerCommandFeedback", request, context, power_pb2.PowerCommandFeedbackResponse()) as r:
+            r.status = power_pb2.STATUS_SUCCESS
         return r
 
 
 class _RobotState(_Servicer, robot_state_service_pb2_grpc.RobotStateServiceServicer):  # type: ignore[misc]
     def GetRobotState(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("GetRobotState", request, context)
-        r = robot_state_pb2.RobotStateResponse()
-        with self.spot._lock:
+        with self._call("GetRobotState", request, context, robot_state_pb2.RobotStateResponse(), advance=True) as r:
             spot, s = self.spot, self.spot._s
-            spot._advance()
-            spot._header(r.header, request)
             st = r.robot_state
             st.power_state.motor_power_state = (robot_state_pb2.PowerState.STATE_ON if s.motors_on
                                                 else robot_state_pb2.PowerState.STATE_OFF)
@@ -1055,12 +1015,8 @@ class _RobotState(_Servicer, robot_state_service_pb2_grpc.RobotStateServiceServi
 
 class _RobotCommand(_Servicer, robot_command_service_pb2_grpc.RobotCommandServiceServicer):  # type: ignore[misc]
     def RobotCommand(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("RobotCommand", request, context)
-        r = robot_command_pb2.RobotCommandResponse()
-        with self.spot._lock:
+        with self._call("RobotCommand", request, context, robot_command_pb2.RobotCommandResponse(), advance=True) as r:
             spot, s = self.spot, self.spot._s
-            spot._advance()
-            spot._header(r.header, request)
             if not spot._check_lease(request.lease, r.lease_use_result):
                 r.status = robot_command_pb2.RobotCommandResponse.STATUS_UNKNOWN
                 return r
@@ -1109,10 +1065,8 @@ class _RobotCommand(_Servicer, robot_command_service_pb2_grpc.RobotCommandServic
         return r
 
     def RobotCommandFeedback(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("RobotCommandFeedback", request, context)
-        r = robot_command_pb2.RobotCommandFeedbackResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("RobotCommandFeedback", request, context,
+                        robot_command_pb2.RobotCommandFeedbackResponse()) as r:
             cmd = self.spot._s.commands.get(request.robot_command_id)
             if cmd is None:
                 r.status = robot_command_pb2.RobotCommandFeedbackResponse.STATUS_UNKNOWN
@@ -1123,10 +1077,7 @@ class _RobotCommand(_Servicer, robot_command_service_pb2_grpc.RobotCommandServic
         return r
 
     def ClearBehaviorFault(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("ClearBehaviorFault", request, context)
-        r = robot_command_pb2.ClearBehaviorFaultResponse()
-        with self.spot._lock:
-            self.spot._header(r.header, request)
+        with self._call("ClearBehaviorFault", request, context, robot_command_pb2.ClearBehaviorFaultResponse()) as r:
             if not self.spot._check_lease(request.lease, r.lease_use_result):
                 return r
             faults = self.spot._s.behavior_faults
@@ -1158,11 +1109,9 @@ class _Image(_Servicer, image_service_pb2_grpc.ImageServiceServicer):  # type: i
         return src
 
     def ListImageSources(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("ListImageSources", request, context)
-        r = image_pb2.ListImageSourcesResponse()
-        self.spot._header(r.header, request)
-        if self.spot.world is not None:
-            r.image_sources.extend([self._source(COLOR_SOURCE), self._source(DEPTH_SOURCE)])
+        with self._call("ListImageSources", request, context, image_pb2.ListImageSourcesResponse()) as r:
+            if self.spot.world is not None:
+                r.image_sources.extend([self._source(COLOR_SOURCE), self._source(DEPTH_SOURCE)])
         return r
 
     def GetImage(self, request: Any, context: Any) -> Any:  # noqa: N802
@@ -1225,12 +1174,8 @@ class _Image(_Servicer, image_service_pb2_grpc.ImageServiceServicer):  # type: i
 
 class _Manipulation(_Servicer, manipulation_api_service_pb2_grpc.ManipulationApiServiceServicer):  # type: ignore[misc]
     def ManipulationApi(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("ManipulationApi", request, context)
-        r = MANIP.ManipulationApiResponse()
-        spot = self.spot
-        with spot._lock:
-            spot._advance()
-            spot._header(r.header, request)
+        with self._call("ManipulationApi", request, context, MANIP.ManipulationApiResponse(), advance=True) as r:
+            spot = self.spot
             if not spot._check_lease(request.lease, r.lease_use_result):
                 return r
             plan = spot._plan_grasp(request)
@@ -1247,12 +1192,9 @@ class _Manipulation(_Servicer, manipulation_api_service_pb2_grpc.ManipulationApi
         return r
 
     def ManipulationApiFeedback(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("ManipulationApiFeedback", request, context)
-        r = MANIP.ManipulationApiFeedbackResponse()
-        spot = self.spot
-        with spot._lock:
-            spot._advance()
-            spot._header(r.header, request)
+        with self._call("ManipulationApiFeedback", request, context,
+                        MANIP.ManipulationApiFeedbackResponse(), advance=True) as r:
+            spot = self.spot
             r.manipulation_cmd_id = request.manipulation_cmd_id
             cmd = spot._s.commands.get(request.manipulation_cmd_id)
             if cmd is None or cmd.grasp is None:
@@ -1270,12 +1212,9 @@ class _Manipulation(_Servicer, manipulation_api_service_pb2_grpc.ManipulationApi
 
 class _GraphNav(_Servicer, graph_nav_service_pb2_grpc.GraphNavServiceServicer):  # type: ignore[misc]
     def GetLocalizationState(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("GetLocalizationState", request, context)
-        r = graph_nav_pb2.GetLocalizationStateResponse()
-        spot = self.spot
-        with spot._lock:
-            spot._advance()
-            spot._header(r.header, request)
+        with self._call("GetLocalizationState", request, context,
+                        graph_nav_pb2.GetLocalizationStateResponse(), advance=True) as r:
+            spot = self.spot
             if spot._s.localized and spot.waypoints:
                 body = spot._body_now()
                 wid = nearest(spot.waypoints, body)
@@ -1288,12 +1227,8 @@ class _GraphNav(_Servicer, graph_nav_service_pb2_grpc.GraphNavServiceServicer): 
         return r
 
     def NavigateTo(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("NavigateTo", request, context)
-        r = graph_nav_pb2.NavigateToResponse()
-        spot = self.spot
-        with spot._lock:
-            spot._advance()
-            spot._header(r.header, request)
+        with self._call("NavigateTo", request, context, graph_nav_pb2.NavigateToResponse(), advance=True) as r:
+            spot = self.spot
             s = spot._s
             for lease in request.leases:
                 if not spot._check_lease(lease, r.lease_use_results.add()):
@@ -1328,12 +1263,9 @@ class _GraphNav(_Servicer, graph_nav_service_pb2_grpc.GraphNavServiceServicer): 
         return r
 
     def NavigationFeedback(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self.spot._enter("NavigationFeedback", request, context)
-        r = graph_nav_pb2.NavigationFeedbackResponse()
-        spot = self.spot
-        with spot._lock:
-            spot._advance()
-            spot._header(r.header, request)
+        with self._call("NavigationFeedback", request, context,
+                        graph_nav_pb2.NavigationFeedbackResponse(), advance=True) as r:
+            spot = self.spot
             r.command_id = request.command_id
             cmd = spot._s.commands.get(request.command_id)
             if cmd is None or cmd.kind != "navigate":

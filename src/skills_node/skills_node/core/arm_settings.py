@@ -1,4 +1,4 @@
-"""Settings shared by the arm backends (`sim`, `ur5e`): the safety limits (`safety.*`), the human
+"""Settings shared by the arm backends (`mujoco`, `ur5e`): the safety limits (`safety.*`), the human
 approval gate (`approval.*`), the scene they pick from, robot/status and the pick-and-place primitive
 (under the backend's own block). ROS-free."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ from functools import partial
 
 from monologue_common.core.settings import ParamReader
 
-from ..core.arm import TcpPose
-from ..core.arm_backend import SKILL_RULES, PickPlaceConfig
-from ..core.kinematics import matrix_to_rotvec, pose_to_matrix
-from ..core.safety import SafetyLimits
+from .arm import TcpPose
+from .arm_backend import SKILL_RULES, PickPlaceConfig
+from .kinematics import matrix_to_rotvec, pose_to_matrix, rotvec_to_quaternion
+from .safety import SafetyLimits
 
 APPROVAL_MODES = ("off", "skill", "motion")
 
@@ -130,15 +130,6 @@ def read_tf(r: ParamReader, block: str) -> ArmTf:
     translation = (t[0], t[1], t[2]) if len(t) == 3 else (0.0, 0.0, 0.0)
     rotation = (q[0], q[1], q[2], q[3]) if len(q) == 4 else (0.0, 0.0, 0.0, 1.0)
     return ArmTf(rate, flange, camera, (translation, rotation))
-
-
-def rotvec_to_quaternion(rx: float, ry: float, rz: float) -> tuple[float, float, float, float]:
-    """Rotation vector (rad) -> quaternion (x, y, z, w)."""
-    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
-    if angle < 1e-12:
-        return (0.0, 0.0, 0.0, 1.0)
-    s = math.sin(angle / 2.0) / angle
-    return (rx * s, ry * s, rz * s, math.cos(angle / 2.0))
 
 
 def flange_in_base(tcp: TcpPose, tcp_offset: TcpPose) -> Transform:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
-from .arm import (
+from skills_node.core.arm import (
     ArmFault,
     ArmStatus,
     FaultKind,

@@ -1,5 +1,5 @@
-"""Backend `spot`: Boston Dynamics Spot through bosdyn-client (core/spot.py `SpotRobot`) with SayCan's kitchen
-skills (core/spot_skills.py `SpotKitchenSkills`).
+"""Settings of backend `spot`: Boston Dynamics Spot through bosdyn-client (core/robot.py `SpotRobot`) with
+SayCan's kitchen skills (core/skills.py `SpotKitchenSkills`). ROS-free.
 
 Skills (GetAffordances names; texts in config/prompts/saycan.yaml and im_kitchen.yaml, as sim_kitchen's):
 find(object), go_to(location), pick_up(object), put_down(object), bring_to_user(), open_drawer(drawer),
@@ -9,7 +9,7 @@ Spot's belief (odometry / GraphNav, the gripper, perception's scene); a failed p
 PRECONDITION_FAILED with the kitchen's `failed_precondition` line, as on sim_kitchen.
 
 This module reads the settings (ParamReader, every value from config/robots/spot.yaml; every problem
-reported at once) and wires SpotRobot, the skills and the ROS bridge (skills_node.spot_ros: robot/status,
+reported at once); plugin.py wires SpotRobot, the skills and the ROS bridge (ros.py: robot/status,
 `estop`, `estop_reset`, the hand camera as Image / CameraInfo / TF - or, for a camera of our own such as a
 RealSense on the arm (`spot.camera_mount`), the TF it needs -, perception's scene for the belief, the
 approval gate). Credentials come only from the environment (BOSDYN_CLIENT_USERNAME /
@@ -22,8 +22,7 @@ from dataclasses import dataclass, fields
 
 from monologue_common.core.settings import ParamReader
 
-from ..core.spot_skills import SKILLS, SceneBuffer, SpotKitchenSettings, SpotKitchenSkills, relative
-from . import BackendHandle, BackendHost, BackendPlugin
+from .core.skills import SKILLS, SpotKitchenSettings
 
 APPROVAL_MODES = ("off", "skill")  # skill: a person approves every skill before it moves Spot
 MOUNT_PARENTS = ("hand", "body")  # Spot frames a camera of our own can be mounted on
@@ -51,7 +50,7 @@ class SpotCameraMountSettings:
 
 @dataclass(frozen=True)
 class SpotBackendSettings:
-    robot: object  # core.spot.SpotSettings (typed loosely so that reading needs no bosdyn import)
+    robot: object  # core.robot.SpotSettings (typed loosely so that reading needs no bosdyn import)
     skills: SpotKitchenSettings
     camera: SpotCameraSettings
     scene_topic: str  # perception's scene description (odom frame) for the belief
@@ -106,7 +105,7 @@ def _camera_mount(r: ParamReader, camera_rate: float) -> SpotCameraMountSettings
 
 
 def read(r: ParamReader) -> SpotBackendSettings | None:
-    from ..core.spot import SpotSettings, ca_cert_problem
+    from .core.robot import SpotSettings, ca_cert_problem
 
     def positive(name: str) -> float:
         return r.number(f"spot.{name}", low=0.0, low_open=True)
@@ -126,7 +125,7 @@ def read(r: ParamReader) -> SpotBackendSettings | None:
     cert_problem = ca_cert_problem(str(robot_values["ca_cert_path"]))
     r.check(cert_problem is None, f"spot.ca_cert_path: {cert_problem}")
     extra = {f.name for f in fields(SpotSettings)} - set(robot_values)
-    if "max_arm_reach" in extra:  # the arm's reach limit (core.spot): m from the body origin
+    if "max_arm_reach" in extra:  # the arm's reach limit (core.robot): m from the body origin
         robot_values["max_arm_reach"] = positive("max_arm_reach")
     skills = r.strings("spot.skills")
     unknown = [s for s in skills if s not in SKILLS]
@@ -199,48 +198,3 @@ def read(r: ParamReader) -> SpotBackendSettings | None:
         return None
     return SpotBackendSettings(robot, fence, camera, scene_topic, mode, approval_timeout, approval_action,
                                power_on, stand, rate, mount)
-
-
-def create(host: BackendHost, s: SpotBackendSettings) -> BackendHandle:
-    from ..core.spot import SpotCredentials, SpotFault, SpotRobot, SpotSettings
-    from ..spot_ros import SpotRosBridge
-
-    log = host.logger("skills.spot")
-    assert isinstance(s.robot, SpotSettings)
-    bridges: list[SpotRosBridge] = []  # the fault callback may fire before the bridge exists
-
-    def on_fault(_fault: SpotFault) -> None:
-        if bridges:
-            bridges[0].publish_status()
-
-    robot = SpotRobot(s.robot, SpotCredentials.from_env(), log, on_fault=on_fault)
-    robot.connect()  # raises SpotFault (nothing left held) when Spot cannot be reached: the node exits
-    try:
-        scene = SceneBuffer()
-        bridge = SpotRosBridge(host.node, log, robot, scene, s, host.frame_id)
-        bridges.append(bridge)
-        backend = SpotKitchenSkills(robot, s.skills, scene, log, approval=bridge.approval,
-                                    approval_timeout_s=s.approval_timeout, on_change=bridge.publish_status)
-        bridge.attach(backend)
-        try:
-            backend.anchor()  # the kitchen frame: Spot stands at spot.start_location now
-        except SpotFault as e:  # anchored at the first query that can read odometry
-            log.error("Spot's odometry: %s", e)
-        bridge.start_posture()
-    except BaseException:
-        robot.close()
-        raise
-
-    def close() -> None:
-        try:
-            bridge.close()
-        finally:
-            robot.close()
-
-    return BackendHandle(backend, close)
-
-
-PLUGIN = BackendPlugin("spot", read, create, "Boston Dynamics Spot through bosdyn-client (SayCan's kitchen skills)")
-
-__all__ = ["MOUNT_PARENTS", "PLUGIN", "SpotBackendSettings", "SpotCameraMountSettings", "SpotCameraSettings", "create",
-           "read", "relative"]

@@ -29,9 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.arm import RobotMode, SafetyMode, TcpPose
-from ..core.kinematics import forward_kinematics
-from ..core.ur5e_rtde import RtdeFactories
+from skills_node.core.arm import RobotMode, SafetyMode, TcpPose
+from skills_node.core.kinematics import forward_kinematics
+
+from ..core.rtde import RtdeFactories
 
 UR_TOOL_VELOCITY_MAX = 3.0  # m/s
 UR_TOOL_ACCELERATION_MAX = 150.0  # m/s^2
@@ -350,7 +351,7 @@ class RTDEControlInterface:
 
     def moveUntilContact(self, xd: list[float], direction: list[float] | None = None,  # noqa: N802
                          acceleration: float = 1.2) -> bool:
-        raise NotImplementedError("not used by RtdeArm (no travel bound); see ur5e_rtde.py")
+        raise NotImplementedError("not used by RtdeArm (no travel bound); see robots/ur5e/core/rtde.py")
 
     def stopL(self, a: float = 10.0, asynchronous: bool = False) -> None:  # noqa: N802
         self._c._gate(self._gen)
@@ -494,7 +495,8 @@ ENV_LOG = "MONOLOGUE_FAKE_RTDE_LOG"  # path: every command is appended as a JSON
 def factories_from_env() -> RtdeFactories:
     """Factories of a fake robot described by $MONOLOGUE_FAKE_RTDE, logging commands to $MONOLOGUE_FAKE_RTDE_LOG.
 
-    Selected with the skills node parameter `ur5e.rtde_factory:=skills_node.testing.fake_rtde:factories_from_env`.
+    Selected with the skills node parameter
+    `ur5e.rtde_factory:=skills_node.robots.ur5e.testing.fake_rtde:factories_from_env`.
     """
     spec: dict[str, Any] = json.loads(os.environ.get(ENV_SCENE, "{}"))
     log_path = os.environ.get(ENV_LOG, "")

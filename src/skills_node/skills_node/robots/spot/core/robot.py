@@ -92,7 +92,7 @@ from bosdyn.client.robot_id import RobotIdClient  # type: ignore[import-untyped,
 from bosdyn.client.robot_state import RobotStateClient  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.time_sync import TimeSyncClient  # type: ignore[import-untyped, unused-ignore]
 
-from .arm import ArmFault, FaultKind, MotionInterrupted, MotionRefused, Refusal
+from skills_node.core.arm import ArmFault, FaultKind, MotionInterrupted, MotionRefused, Refusal
 
 USERNAME_ENV = "BOSDYN_CLIENT_USERNAME"
 PASSWORD_ENV = "BOSDYN_CLIENT_PASSWORD"

@@ -21,20 +21,11 @@ from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, wait_future
 from monologue_interfaces.action import ArmCommand
-
-from .core.arm import ArmFault, ArmStatus, FaultKind, MotionInterrupted, RobotMode, SafetyMode, TcpPose
+from skills_node.core.arm import ArmFault, ArmStatus, FaultKind, MotionInterrupted, RobotMode, SafetyMode, TcpPose
+from skills_node.core.kinematics import rotvec_to_quaternion
 
 UR_JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
              "wrist_3_joint")
-
-
-def rotvec_to_quat(rx: float, ry: float, rz: float) -> tuple[float, float, float, float]:
-    """Rotation vector (rad) -> quaternion (x, y, z, w)."""
-    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
-    if angle < 1e-12:
-        return (0.0, 0.0, 0.0, 1.0)
-    s = math.sin(angle / 2.0) / angle
-    return (rx * s, ry * s, rz * s, math.cos(angle / 2.0))
 
 
 def quat_to_rotvec(x: float, y: float, z: float, w: float) -> tuple[float, float, float]:
@@ -53,7 +44,7 @@ def quat_to_rotvec(x: float, y: float, z: float, w: float) -> tuple[float, float
 def to_pose(p: TcpPose) -> Pose:
     msg = Pose()
     msg.position.x, msg.position.y, msg.position.z = p.x, p.y, p.z
-    q = rotvec_to_quat(p.rx, p.ry, p.rz)
+    q = rotvec_to_quaternion(p.rx, p.ry, p.rz)
     msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = q
     return msg
 

@@ -1,5 +1,5 @@
-"""Backend `sim_household`: CAPE's household state model (CAPE §2.3, C l.136-155) as a symbolic world
-inside the skills node (monologue_domain.kitchen.household): rooms joined by doors, things with
+"""Backend `household` (robot `sim_household`): CAPE's household state model (CAPE §2.3, C l.136-155) as a
+symbolic world inside the skills node (monologue_domain.kitchen.household): rooms joined by doors, things with
 properties (movable, openable, grabbable, receptacle, switchable) and states (location, grabbed, open,
 turned on), a robot that sits or stands with one arm (Spot) or two, and CAPE's Spot scenes.
 
@@ -19,22 +19,17 @@ overrides, affordance oracle, time per skill (s).
 """
 from __future__ import annotations
 
-import logging
 import random
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from monologue_common.core.settings import ParamReader
-from monologue_domain.kitchen.household import HOUSEHOLD_SKILLS, SCENES, HouseholdScene, HouseholdWorld
+from monologue_domain.kitchen.household import SCENES, HouseholdScene, HouseholdWorld
 from monologue_domain.kitchen.state import HELD, KitchenState
 from monologue_domain.kitchen.world import parse_placements
-from monologue_domain.objects import ObjectState
-from monologue_domain.skills import Affordance, SkillError, SkillOutcome, SkillState
+from skills_node.plugin import BackendHandle, BackendHost, BackendPlugin
 
-from ..core.backend import FeedbackFn
-from . import BackendHandle, BackendHost, BackendPlugin
+from .core import HouseholdBackend
 
 ORACLES = ("perfect", "noisy")
 
@@ -107,77 +102,6 @@ def read(r: ParamReader) -> HouseholdSettings | None:
     return HouseholdSettings(scene_name, scene, start, hands, seed, flip if oracle == "noisy" else 0.0, duration)
 
 
-class HouseholdBackend:
-    """A HouseholdWorld behind the SkillBackend protocol; a skill takes `skill_duration_s`."""
-
-    def __init__(self, world: HouseholdWorld, logger: logging.Logger, skill_duration_s: float,
-                 on_change: Callable[[], None] | None = None) -> None:
-        if skill_duration_s < 0.0:
-            raise ValueError("skill_duration_s must be >= 0")
-        self._world = world
-        self._log = logger
-        self._duration = skill_duration_s
-        self._on_change = on_change
-        self._busy = threading.Lock()  # one skill at a time
-        self._lock = threading.RLock()  # world access, held briefly
-
-    @property
-    def world(self) -> HouseholdWorld:
-        return self._world
-
-    def state(self) -> KitchenState:
-        with self._lock:
-            return self._world.state()
-
-    def skill_names(self) -> Sequence[str]:
-        return tuple(HOUSEHOLD_SKILLS)
-
-    def affordances(self, include_unaffordable: bool = False) -> list[Affordance]:
-        with self._lock:
-            return self._world.affordance_list(include_unaffordable)
-
-    def objects(self) -> list[str]:
-        return self._world.objects
-
-    def locations(self) -> list[str]:
-        return self._world.rooms
-
-    def ground_truth(self) -> list[ObjectState]:
-        with self._lock:
-            return self._world.scene_objects()
-
-    def execute(self, skill: str, args: Sequence[str], feedback: FeedbackFn,
-                cancel: threading.Event) -> SkillOutcome:
-        start = time.monotonic()
-
-        def took(o: SkillOutcome) -> SkillOutcome:
-            return SkillOutcome(o.error, o.message, o.failed_precondition, time.monotonic() - start)
-
-        if not self._busy.acquire(blocking=False):
-            return SkillOutcome(SkillError.BUSY, "another skill is running")
-        try:
-            with self._lock:
-                bad = self._world.invalid(skill, args)
-                pre = self._world.check(skill, args) if bad is None else None
-            if bad is not None:
-                return took(bad)
-            if pre is not None:
-                self._log.info("%s(%s): %s (CAPE difficulty %d)", skill, ", ".join(args), pre.text, pre.difficulty)
-                return took(SkillOutcome(SkillError.PRECONDITION_FAILED, pre.explicit, pre.text))
-            feedback(SkillState.MOVING_TO_PICK, f"running {skill}({', '.join(args)})")
-            if cancel.wait(self._duration) if self._duration > 0 else cancel.is_set():
-                return took(SkillOutcome(SkillError.CANCELED, "cancelled; nothing changed"))
-            with self._lock:
-                outcome = self._world.execute(skill, args)  # the preconditions still hold: one skill at a time
-            if self._on_change is not None:
-                self._on_change()
-            feedback(SkillState.DONE, outcome.message)
-            self._log.info("%s(%s): %s", skill, ", ".join(args), outcome.message)
-            return took(outcome)
-        finally:
-            self._busy.release()
-
-
 def create(host: BackendHost, s: HouseholdSettings) -> BackendHandle:
     world = HouseholdWorld(s.scene, s.start, s.hands, s.affordance_flip, s.seed)
     host.logger("skills").info(
@@ -187,5 +111,5 @@ def create(host: BackendHost, s: HouseholdSettings) -> BackendHandle:
                                           on_change=host.publish_ground_truth))
 
 
-PLUGIN = BackendPlugin("sim_household", read, create,
+PLUGIN = BackendPlugin("household", read, create,
                        "symbolic CAPE household (rooms, doors, sitting, one arm) with preconditions")

@@ -1,5 +1,5 @@
 """SayCan's kitchen skills on Spot (SC §3.4, IM §4.3, CAPE §2), ROS-free: the skill logic of backend `spot`
-over a `SpotPort` (what it needs of core.spot.SpotRobot) and a `SceneBuffer` (perception's scene description).
+over a `SpotPort` (what it needs of core.robot.SpotRobot) and a `SceneBuffer` (perception's scene description).
 
 Skills (names and arguments as sim_kitchen's, config/prompts/saycan.yaml and im_kitchen.yaml): find(object),
 go_to(location), pick_up(object), put_down(object), bring_to_user(), open_drawer(drawer),
@@ -39,13 +39,13 @@ from typing import Any, Protocol
 from monologue_domain.kitchen.skills import SKILLS as KITCHEN_SKILLS
 from monologue_domain.kitchen.skills import PreconditionError, skill_text
 from monologue_domain.kitchen.state import HELD, KitchenState
-from monologue_domain.kitchen.world import DRAWERS_LOCATION, LOCATIONS, USER, KitchenWorld, object_type
+from monologue_domain.kitchen.vocabulary import object_type
+from monologue_domain.kitchen.world import DRAWERS_LOCATION, LOCATIONS, USER, KitchenWorld
 from monologue_domain.scene import SceneObject
 from monologue_domain.skills import Affordance, SkillError, SkillOutcome, SkillState
-
-from .arm import FaultKind, MotionInterrupted, MotionRefused
-from .backend import FeedbackFn
-from .safety import ApprovalGate
+from skills_node.core.arm import FaultKind, MotionInterrupted, MotionRefused
+from skills_node.core.backend import FeedbackFn
+from skills_node.core.safety import ApprovalGate
 
 Pose2 = tuple[float, float, float]  # x m, y m, yaw rad
 Vec3 = tuple[float, float, float]  # m
@@ -118,7 +118,7 @@ def point_in(frame: Pose3, p: Vec3) -> Vec3:
 
 
 class ImageLike(Protocol):
-    """What the skills read of a core.spot.SpotImage."""
+    """What the skills read of a core.robot.SpotImage."""
 
     @property
     def source(self) -> str: ...
@@ -182,7 +182,7 @@ Cancel = threading.Event | None
 
 
 class SpotPort(Protocol):
-    """What the kitchen skills need of core.spot.SpotRobot (names as the Spot contract)."""
+    """What the kitchen skills need of core.robot.SpotRobot (names as the Spot contract)."""
 
     @property
     def cfg(self) -> LimitsLike: ...
@@ -602,7 +602,7 @@ class SpotKitchenSkills:
                 self._on_change()
 
     def _fault(self, skill: str, args: Sequence[str], e: Exception) -> tuple[SkillError, str]:
-        if type(e).__name__ == "GraspFailed":  # core.spot.GraspFailed: the skill failed, the robot is fine
+        if type(e).__name__ == "GraspFailed":  # core.robot.GraspFailed: the skill failed, the robot is fine
             return SkillError.EXECUTION_FAILED, f"{skill_text(skill, tuple(args))} failed: the grasp failed ({e})"
         if self.estop_latched:
             return SkillError.ESTOP_ACTIVE, f"{skill} stopped by the software e-stop ({self.estop_reason}): {e}"

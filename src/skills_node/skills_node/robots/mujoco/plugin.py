@@ -1,4 +1,4 @@
-"""Backend `sim`: the MuJoCo tabletop (tabletop_sim) driven like the real UR5e, through its
+"""Backend `mujoco` (robot `sim`): the MuJoCo tabletop (tabletop_sim) driven like the real UR5e, through its
 `arm/command` action (RosSimArm) with the same safety layer and pick-and-place primitive.
 
 Parameters (config/robots/sim.yaml): `arm.*` (the primitive, `tcp_offset`, `command_timeout`, `motion_timeout`),
@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from monologue_common.core.settings import ParamReader
-
-from . import BackendHandle, BackendHost, BackendPlugin
-from ._arm import ArmSettings, read_arm
+from skills_node.core.arm_settings import ArmSettings, read_arm
+from skills_node.plugin import BackendHandle, BackendHost, BackendPlugin
 
 
 @dataclass(frozen=True)
@@ -33,8 +32,9 @@ def read(r: ParamReader) -> SimArmSettings | None:
 def create(host: BackendHost, s: SimArmSettings) -> BackendHandle:
     from rclpy.callback_groups import ReentrantCallbackGroup
 
-    from ..arm_ros import ArmRosBridge
-    from ..sim_arm import RosSimArm
+    from skills_node.arm_ros import ArmRosBridge
+
+    from .sim_arm import RosSimArm
 
     arm = RosSimArm(host.node, ReentrantCallbackGroup(), s.command_timeout, s.motion_timeout)
     # forward_kinematics (UR DH) agrees with tabletop_sim's base_link for its HOME_Q (checked at
@@ -43,4 +43,4 @@ def create(host: BackendHost, s: SimArmSettings) -> BackendHandle:
     return BackendHandle(bridge.backend, bridge.close)
 
 
-PLUGIN = BackendPlugin("sim", read, create, "the MuJoCo simulator's arm through arm/command")
+PLUGIN = BackendPlugin("mujoco", read, create, "the MuJoCo simulator's arm through arm/command")

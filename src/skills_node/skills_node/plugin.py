@@ -1,26 +1,26 @@
-"""Skills backend plug-ins, found by name (no rclpy here).
+"""Skills backend plug-ins, found by name in one Registry (no rclpy here).
 
-A backend is one module that defines `PLUGIN = BackendPlugin(name, read, create)`:
+A robot is a folder skills_node/robots/<name>/ whose package defines `PLUGIN = BackendPlugin(name, read, create)`:
 - `read(reader)` builds the backend's frozen settings dataclass from the node's parameters (its own
   block, e.g. `ur5e.*`), ROS-free, reporting every problem to the ParamReader;
 - `create(host, settings)` builds the running backend with the node the host offers.
 The robot table (config/robots.yaml) names the plug-in of each robot; the bring-up passes it as the
-skills node's `backend` parameter. A name without a dot is `skills_node.backends.<name>`; a dotted
-name is any importable module (a plug-in living in another package). `register()` adds one at run
-time. See docs/adding_a_robot.md.
+skills node's `backend` parameter. `ROBOTS` (monologue_common.core.registry) finds it: a folder name of
+skills_node.robots, one registered at run time (`ROBOTS.add`), an entry point in group
+`monologue.skills_backends`, or a dotted module path (a plug-in in another package, no existing file
+edited). See docs/adding_a_robot.md.
 """
 from __future__ import annotations
 
-import importlib
 import logging
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from monologue_common.core.registry import Registry
 from monologue_common.core.settings import ParamReader
 
-from ..core.backend import SkillBackend
+from .core.backend import SkillBackend
 
 if TYPE_CHECKING:  # for annotations only: nothing here imports rclpy at run time
     from rclpy.node import Node
@@ -70,41 +70,21 @@ class BackendPlugin(Generic[S]):
     description: str = ""
 
 
-PACKAGE = __name__
+def _describe(plugin: BackendPlugin[Any]) -> str:
+    return plugin.description
+
+
+ROBOTS: Registry[BackendPlugin[Any]] = Registry("skills_backends", package="skills_node.robots", attribute="PLUGIN",
+                                                describe=_describe)
 # Set for every node but not the skills node's: rclpy's own, and the graph's shared LLM block (config/llm).
 IGNORED = ("use_sim_time", "start_type_description_service", "llm")
-_REGISTERED: dict[str, BackendPlugin[Any]] = {}
-
-
-def register(plugin: BackendPlugin[Any]) -> None:
-    """Make `plugin` available under its name in this process (modules in this package and dotted
-    module paths need no registration)."""
-    _REGISTERED[plugin.name] = plugin
-
-
-def available() -> list[str]:
-    """Names of the registered plug-ins and of the modules of this package."""
-    import skills_node.backends as pkg
-
-    found = {m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")}
-    return sorted(found | set(_REGISTERED))
 
 
 def load_plugin(name: str) -> BackendPlugin[Any]:
-    """The plug-in called `name`; ValueError naming the available ones if there is none."""
-    if name in _REGISTERED:
-        return _REGISTERED[name]
-    module = name if "." in name else f"{PACKAGE}.{name}"
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name is not None and module.startswith(e.name):
-            raise ValueError(f"no skills backend {name!r} (module {module} not found); available: "
-                             f"{available()}") from e
-        raise
-    plugin = getattr(mod, "PLUGIN", None)
+    """The plug-in called `name` (UnknownPluginError, a ValueError naming the known ones, if there is none)."""
+    plugin = ROBOTS.get(name)
     if not isinstance(plugin, BackendPlugin):
-        raise ValueError(f"module {module} defines no PLUGIN = BackendPlugin(...)")
+        raise ValueError(f"skills backend {name!r} is a {type(plugin).__name__}, not a BackendPlugin(...)")
     return plugin
 
 

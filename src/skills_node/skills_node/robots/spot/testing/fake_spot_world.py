@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monologue_domain.kitchen.state import HELD, KitchenState
+from monologue_domain.kitchen.vocabulary import object_type
 from monologue_domain.kitchen.world import (
     DRAWERS,
     DRAWERS_LOCATION,
@@ -37,7 +38,6 @@ from monologue_domain.kitchen.world import (
     OBJECTS,
     default_state,
     make_state,
-    object_type,
 )
 from monologue_domain.scene import LOCATION, SceneObject
 
@@ -379,9 +379,9 @@ class FakeKitchen:
             which[v0:v1, u0:u1] = np.where(closer, k, which[v0:v1, u0:u1])
         palette = np.array([b.color for b in boxes] + [FLOOR_COLOR], dtype=np.uint8)
         rgb = palette[which]  # -1 -> the floor's colour (last row)
-        hit = np.isfinite(best) & (best <= max_range_m)
-        rgb[~hit] = BACKGROUND_COLOR
-        depth = np.where(hit, best, 0.0)  # t along d_cam (z = 1) is the optical-axis depth
+        seen = np.isfinite(best) & (best <= max_range_m)
+        rgb[~seen] = BACKGROUND_COLOR
+        depth = np.where(seen, best, 0.0)  # t along d_cam (z = 1) is the optical-axis depth
         return rgb, depth
 
     # ---- observation ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@
 - perception's scene description (`scene_topic`, odom frame) into the skills' SceneBuffer (the belief);
 - the optional approval gate over the AskHuman action (`approval.mode: skill`).
 
-The skills live in core/spot_skills.py, the robot in core/spot.py, the settings in backends/spot.py."""
+The skills live in core/skills.py, the robot in core/robot.py, the settings in settings.py."""
 from __future__ import annotations
 
 import logging
@@ -32,12 +32,12 @@ from monologue_common.qos import LATCHED
 from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.msg import RobotStatus, SceneDescription
 from monologue_interfaces.srv import ResetEstop
+from skills_node.arm_ros import AskHumanApproval, transform_msg
+from skills_node.core.safety import ApprovalGate
 
-from .arm_ros import AskHumanApproval
-from .backends.spot import SpotBackendSettings, SpotCameraMountSettings
-from .core.safety import ApprovalGate
-from .core.spot import SpotFault, SpotKinematics, SpotRobot, SpotStatus
-from .core.spot_skills import Pose3, SceneBuffer, SpotKitchenSkills, compose3, invert3
+from .core.robot import SpotFault, SpotKinematics, SpotRobot, SpotStatus
+from .core.skills import SceneBuffer, SpotKitchenSkills, compose3, invert3
+from .settings import SpotBackendSettings, SpotCameraMountSettings
 
 ODOM, BODY, HAND = "odom", "body", "hand"  # Spot's frame names (bosdyn.client.frame_helpers)
 
@@ -217,15 +217,6 @@ def camera_info_msg(image: Any, stamp: Time, frame_id: str) -> CameraInfo:
     msg.k = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
     msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     msg.p = [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
-    return msg
-
-
-def transform_msg(stamp: Time, parent: str, child: str, pose: Pose3) -> TransformStamped:
-    msg = TransformStamped()
-    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
-    (msg.transform.translation.x, msg.transform.translation.y, msg.transform.translation.z) = pose[0]
-    (msg.transform.rotation.x, msg.transform.rotation.y, msg.transform.rotation.z,
-     msg.transform.rotation.w) = pose[1]
     return msg
 
 

@@ -1,0 +1,1 @@
+"""The kinematic tabletop backend, ROS-free."""

@@ -1,0 +1,1 @@
+"""Spot over bosdyn-client and its kitchen skills, ROS-free."""

@@ -1,0 +1,1 @@
+"""Test doubles at Spot's SDK boundary (used by tests and selectable by parameter, never by default)."""

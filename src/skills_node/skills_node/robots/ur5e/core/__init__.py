@@ -1,0 +1,1 @@
+"""The UR5e arm over ur_rtde, ROS-free."""
