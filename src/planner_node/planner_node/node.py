@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import cast
 
 from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from std_msgs.msg import String
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
-from monologue_common.runtime import run_node, to_time
+from monologue_common.runtime import Component, run_node, to_time
 from monologue_domain.transcript import Event
 from monologue_interfaces.action import ExecuteInstruction
 from monologue_interfaces.msg import (
@@ -29,21 +31,21 @@ from monologue_interfaces.msg import (
 )
 from monologue_llm.factory import make_backend_from_params
 
+from .core import strategies
 from .core.episode import EpisodeError, StepRecord
 from .core.role_llm import close_role_backends
 from .core.runner import EpisodeOutcome, EpisodeRunner, GoalRequest, PreparedEpisode
 from .core.settings import PlannerSettings, settings_from_parameters
+from .core.strategy import Publication
 from .ros_ports import RosHumanAsker, RosRobotStatus, RosScenePort, RosSkillsPort, RosSuccessPort
 
 _Goal = ExecuteInstruction.Goal
 
 
-def world_state_json(event: Event) -> str:
-    """The `planner/world_state` message of a Statler state event: episode, query, cause, the state
-    as JSON and as the prompts render it."""
-    return json.dumps({"episode_id": event.episode_id, "query_index": event.data.get("query_index"),
-                       "cause": event.data.get("cause", ""), "state": event.data.get("world_state", {}),
-                       "text": event.text, "stamp": event.stamp}, ensure_ascii=False)
+# message kinds a strategy's Publication may name -> (message type, message from the rendered text)
+MESSAGE_KINDS: dict[str, tuple[type[String], Callable[[str], String]]] = {
+    "string": (String, lambda text: String(data=text)),
+}
 
 
 def _option(value: int) -> bool | None:
@@ -115,8 +117,8 @@ class PlannerNode(Node):
         self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT)
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
         self._queries_pub = self.create_publisher(DetectionQueries, "perception/queries", LATCHED)
-        # Statler's world state (core.statler_loop): JSON of the latest state event, latched
-        self._world_state_pub = self.create_publisher(String, "planner/world_state", LATCHED)
+        # what strategies declare beyond the transcript (e.g. Statler's planner/world_state)
+        self._strategy_pubs = [self._strategy_publisher(p) for p in strategies.publications()]
         self._human_sub = self.create_subscription(HumanInput, "human/input", self._on_human, 50,
                                                    callback_group=ports)
         self._action = ActionServer(
@@ -126,6 +128,13 @@ class PlannerNode(Node):
             cancel_callback=lambda _gh: CancelResponse.ACCEPT,
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
+
+    def _strategy_publisher(self, p: Publication) -> tuple[Publisher, Publication, Callable[[str], String]]:
+        """A publisher for a strategy's declared topic."""
+        if p.kind not in MESSAGE_KINDS:
+            raise ValueError(f"publication {p.topic}: unknown message kind {p.kind!r}; known: {sorted(MESSAGE_KINDS)}")
+        msg_type, make = MESSAGE_KINDS[p.kind]
+        return self.create_publisher(msg_type, p.topic, LATCHED if p.latched else 10), p, make
 
     def get_logger(self) -> RcutilsLogger:
         """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
@@ -156,8 +165,9 @@ class PlannerNode(Node):
         def on_event(event: Event) -> None:
             msg = event_to_msg(event)
             self._transcript_pub.publish(msg)
-            if event.data.get("statler") == "state":
-                self._world_state_pub.publish(String(data=world_state_json(event)))
+            for pub, publication, make in self._strategy_pubs:
+                if publication.select(event):
+                    pub.publish(make(publication.render(event)))
             if not event.data.get("post_task"):  # post-task answers come after the goal finished
                 fb = ExecuteInstruction.Feedback()
                 fb.event = msg
@@ -197,6 +207,10 @@ class PlannerNode(Node):
             close_role_backends()  # strategies' own role LLMs (statler.writer_llm, multitalk.analyzer_llm)
         finally:
             super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(PlannerNode, threads=4)
 
 
 def main(args: list[str] | None = None) -> None:

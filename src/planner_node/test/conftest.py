@@ -13,13 +13,43 @@ import pytest
 from monologue_common.core.settings import parameters_from_files
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.skills import SkillError, SkillRejected
-from monologue_llm.base import CandidateScore, Generation, ScoreResult
-from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
-from planner_node.core.runner import EpisodeRunner
+from monologue_domain.transcript import Transcript
+from monologue_llm.base import CandidateScore, Generation, LLMBackend, ScoreResult
+from planner_node.core import strategies
+from planner_node.core.episode import EpisodeOptions, EpisodeResult, StepRecord
+from planner_node.core.human import answer_question
+from planner_node.core.ports import HumanPort, RobotStatusPort, SceneItem, SkillOption, SkillResult, SuccessReport
+from planner_node.core.prompts import PromptProfile
+from planner_node.core.runner import EpisodeRunner, run_episode
 from planner_node.core.settings import settings_from_parameters
+from planner_node.core.strategy import EpisodeContext, Ports
 
 REPO = Path(__file__).resolve().parents[3]
 PROMPT_DIR = REPO / "config" / "prompts"
+PAPERS = REPO.parent / "shared" / "papers"  # the papers' texts, beside the checkout when present
+PAPER_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "papers"  # committed listings (README there)
+PaperLines = Callable[[str, int, int], list[str]]
+
+
+def read_paper_lines(fname: str, first: int, last: int) -> list[str]:
+    """Lines `first`..`last` (1-based, inclusive) of ../shared/papers/`fname`, or, on a clone without the
+    papers, of the committed fixture `fixtures/papers/<stem>.l<a>-<b>.txt` whose range covers them."""
+    paper = PAPERS / fname
+    if paper.is_file():
+        return paper.read_text(encoding="utf-8").split("\n")[first - 1:last]
+    stem = Path(fname).stem
+    for fixture in sorted(PAPER_FIXTURES.glob(f"{stem}.l*-*.txt")):
+        a, b = (int(x) for x in fixture.name[len(stem) + 2:-len(".txt")].split("-"))
+        if a <= first and last <= b:
+            lines = fixture.read_text(encoding="utf-8").split("\n")[:-1]  # the file ends with a line break
+            return lines[first - a:last - a + 1]
+    raise LookupError(f"{paper} is not there and no fixture in {PAPER_FIXTURES} holds its lines {first}-{last}")
+
+
+@pytest.fixture
+def paper_lines() -> PaperLines:
+    """`read_paper_lines`: a paper's listing from ../shared/papers or from the committed fixtures."""
+    return read_paper_lines
 
 
 class ScriptedScorer:
@@ -46,6 +76,17 @@ class ScriptedScorer:
 
     def close(self) -> None:
         pass
+
+    @staticmethod
+    def matching_bowls(cands: Sequence[str], prompt: str) -> int:
+        """A `pick` rule for "Put the blocks in their matching bowls.": the first matching-bowl action
+        not yet reported successful, else done (the last candidate)."""
+        done = prompt.split("Human: Put the blocks in their matching bowls.")[-1]
+        for i, c in enumerate(cands):
+            w = c.split()
+            if "bowl." in c and w[4] == w[-2] and c + "\nSuccess: True" not in done:
+                return i
+        return len(cands) - 1
 
 
 class WorldPorts:
@@ -84,6 +125,36 @@ class WorldPorts:
             return SuccessReport(False, 0.5, f"no rule for {skill}({', '.join(args)})")
         ok = self.world.is_on(args[0], args[1])
         return SuccessReport(ok, 1.0, f"the {args[0]} is {'' if ok else 'not '}on the {args[1]}")
+
+
+class Planner:
+    """Inner Monologue episodes over one set of ports, run as the EpisodeRunner runs them
+    (core.runner.run_episode) but without settings files: the strategy is `inner_monologue`, or
+    `inner_monologue_generative` for options with decoding "generate". Attributes may be swapped
+    between episodes."""
+
+    def __init__(self, llm: Any, skills: Any, scene: Any, success: Any, profile: PromptProfile,
+                 logger: logging.Logger, on_step: Callable[[StepRecord], None] | None = None,
+                 clock: Callable[[], float] = time.time, human: HumanPort | None = None,
+                 robot: RobotStatusPort | None = None) -> None:
+        self.llm: LLMBackend = llm
+        self.skills, self.scene, self.success = skills, scene, success
+        self.profile, self.log, self.on_step, self.clock = profile, logger, on_step, clock
+        self.human, self.robot = human, robot
+
+    def run(self, instruction: str, options: EpisodeOptions, transcript: Transcript,
+            cancel: threading.Event | None = None, resume: bool = False) -> EpisodeResult:
+        name = {"score": "inner_monologue", "generate": "inner_monologue_generative"}[options.decoding]
+        ep = EpisodeContext(
+            llm=self.llm, ports=Ports(self.skills, self.scene, self.success, self.human, self.robot),
+            profile=self.profile, transcript=transcript, instruction=instruction, options=options,
+            log=self.log, cancel=cancel or threading.Event(), resume=resume, on_step=self.on_step,
+            clock=self.clock)
+        return run_episode(strategies.get(name), ep)
+
+    def answer(self, question: str, transcript: Transcript, max_tokens: int = 64) -> str:
+        """IM Fig. 5d: a question about the scene, answered from the episode so far."""
+        return answer_question(self.llm, self.profile, transcript, question, max_tokens)
 
 
 def yaml_parameters(llm: str = "embedded") -> dict[str, object]:
@@ -128,6 +199,12 @@ def scripted() -> type[ScriptedScorer]:
 @pytest.fixture
 def world_ports() -> type[WorldPorts]:
     return WorldPorts
+
+
+@pytest.fixture
+def planner() -> type[Planner]:
+    """Planner(llm, skills, scene, success, profile, logger, on_step=..., human=..., robot=...)."""
+    return Planner
 
 
 @pytest.fixture(scope="session")

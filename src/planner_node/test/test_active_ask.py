@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from monologue_domain.transcript import EventKind, Transcript
-from planner_node.core.monologue import EpisodeError, InnerMonologue
+from planner_node.core.episode import EpisodeError
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
 from planner_node.core.settings import episode_defaults
@@ -59,9 +59,9 @@ def profile(name: str) -> PromptProfile:
     return load_profile(PROMPTS, name)
 
 
-def make(scripted, ports: Kitchen, prof: PromptProfile, pick, lines=()):  # type: ignore[no-untyped-def]
+def make(planner, scripted, ports: Kitchen, prof: PromptProfile, pick, lines=()):  # type: ignore[no-untyped-def]
     llm = scripted(pick, lines)
-    im = InnerMonologue(llm, ports, ports, ports, prof, logging.getLogger("t"), human=ports)
+    im = planner(llm, ports, ports, ports, prof, logging.getLogger("t"), human=ports)
     return im, llm
 
 
@@ -101,7 +101,7 @@ def test_listing_3_tags_and_articles() -> None:
         "2. find an apple\n3.")
 
 
-def test_score_mode_asks_and_appends_the_answer(scripted) -> None:  # type: ignore[no-untyped-def]
+def test_score_mode_asks_and_appends_the_answer(planner, scripted) -> None:  # type: ignore[no-untyped-def]
     ports = Kitchen(answers=["There is a coke on the counter."])
     prof = profile("im_kitchen_human")
 
@@ -112,7 +112,7 @@ def test_score_mode_asks_and_appends_the_answer(scripted) -> None:  # type: igno
             return len(cands) - 1  # done
         return [c.strip() for c in cands].index("go to the counter")
 
-    im, llm = make(scripted, ports, prof, pick, lines=[" What is on the counter?"])
+    im, llm = make(planner, scripted, ports, prof, pick, lines=[" What is on the counter?"])
     t = Transcript("e")
     res = im.run("bring me a coke", episode_defaults(CONFIG, success_feedback=False, object_feedback=False,
                                                    answer_timeout_s=5.0), t)
@@ -128,7 +128,7 @@ def test_score_mode_asks_and_appends_the_answer(scripted) -> None:  # type: igno
         "Human: There is a coke on the counter.\n2.")
 
 
-def test_unanswered_question_is_logged_not_prompted(scripted) -> None:  # type: ignore[no-untyped-def]
+def test_unanswered_question_is_logged_not_prompted(planner, scripted) -> None:  # type: ignore[no-untyped-def]
     ports = Kitchen(answers=[None])
     prof = profile("im_kitchen_human")
     calls = {"n": 0}
@@ -139,7 +139,7 @@ def test_unanswered_question_is_logged_not_prompted(scripted) -> None:  # type: 
             return 1
         return 2 if calls["n"] == 1 else len(cands) - 1
 
-    im, _ = make(scripted, ports, prof, pick, lines=[" Is it open?"])
+    im, _ = make(planner, scripted, ports, prof, pick, lines=[" Is it open?"])
     t = Transcript("e")
     im.run("open it", episode_defaults(CONFIG, success_feedback=False, object_feedback=False, answer_timeout_s=0.5), t)
     errors = [e.text for e in t.events if e.kind == EventKind.ERROR]
@@ -147,10 +147,10 @@ def test_unanswered_question_is_logged_not_prompted(scripted) -> None:  # type: 
     assert EventKind.HUMAN_ANSWER not in [e.kind for e in t.events]
 
 
-def test_generated_suffix_is_parsed_and_continue_rendered(scripted) -> None:  # type: ignore[no-untyped-def]
+def test_generated_suffix_is_parsed_and_continue_rendered(planner, scripted) -> None:  # type: ignore[no-untyped-def]
     ports = Kitchen(answers=["yes"])
     prof = profile("im_kitchen_human")
-    im, llm = make(scripted, ports, prof, lambda c, p: len(c) - 1,
+    im, llm = make(planner, scripted, ports, prof, lambda c, p: len(c) - 1,
                    lines=[" go to the counter and continue", " pick up the coke and ask: Is this the one?",
                           " done."])
     t = Transcript("e")
@@ -164,7 +164,7 @@ def test_generated_suffix_is_parsed_and_continue_rendered(scripted) -> None:  # 
 
 
 @pytest.mark.parametrize("said,by_phrase", [("please stop.", True), ("Enough for today, thanks.", False)])
-def test_stop_request_ends_with_stopped_by_human(scripted, world_ports, said: str, by_phrase: bool) -> None:  # type: ignore[no-untyped-def]
+def test_stop_request_ends_with_stopped_by_human(planner, scripted, world_ports, said: str, by_phrase: bool) -> None:  # type: ignore[no-untyped-def]
     """A stop phrase ends the episode at the step boundary; any other interjection after which the LLM
     chooses done also counts as stopped by the person."""
     from monologue_domain.kinematic_world import TabletopWorld
@@ -189,7 +189,7 @@ def test_stop_request_ends_with_stopped_by_human(scripted, world_ports, said: st
         return 0
 
     llm = scripted(pick)
-    im = InnerMonologue(llm, ports, ports, ports, profile("im_sim_object_success"), logging.getLogger("t"),
+    im = planner(llm, ports, ports, ports, profile("im_sim_object_success"), logging.getLogger("t"),
                         human=Human())
     t = Transcript("e")
     res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG), t)
@@ -203,12 +203,12 @@ def test_stop_request_ends_with_stopped_by_human(scripted, world_ports, said: st
     assert t.events[-3].text == "Robot thought: None."
 
 
-def test_real_tabletop_lists_visible_and_occluded_objects_every_step(scripted) -> None:  # type: ignore[no-untyped-def]
+def test_real_tabletop_lists_visible_and_occluded_objects_every_step(planner, scripted) -> None:  # type: ignore[no-untyped-def]
     ports = Kitchen(visible=["yellow block", "cyan block"], hidden=["brown block"])
 
     ports.affordances = lambda: [SkillOption("pick_place", ("cyan block", "yellow block"), 1.0)]  # type: ignore[method-assign]
     prof = profile("im_real_tabletop")
-    im, llm = make(scripted, ports, prof, lambda c, p: 0 if "Successful action" not in p[-300:] else len(c) - 1)
+    im, llm = make(planner, scripted, ports, prof, lambda c, p: 0 if "Successful action" not in p[-300:] else len(c) - 1)
     t = Transcript("e")
     res = im.run("Stack the cyan block on the yellow block", episode_defaults(CONFIG), t)
     assert res.error == EpisodeError.NONE
@@ -231,7 +231,7 @@ def test_articles(word: str, art: str) -> None:
     assert article(word) == art
 
 
-def test_resume_an_interrupted_episode(tmp_path: Path, scripted, world_ports) -> None:  # type: ignore[no-untyped-def]
+def test_resume_an_interrupted_episode(planner, tmp_path: Path, scripted, world_ports) -> None:  # type: ignore[no-untyped-def]
     """A crash after an action was sent: the resumed episode settles that action from the world,
     keeps counting steps, and finishes in the same file."""
     from monologue_domain.kinematic_world import TabletopWorld
@@ -260,7 +260,7 @@ def test_resume_an_interrupted_episode(tmp_path: Path, scripted, world_ports) ->
                 return i
         return len(cands) - 1
 
-    im = InnerMonologue(scripted(pick), ports, ports, ports, prof, logging.getLogger("t"))
+    im = planner(scripted(pick), ports, ports, ports, prof, logging.getLogger("t"))
     resumed = Transcript.reopen(stored)
     res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, max_steps=5), resumed, resume=True)
     assert res.error == EpisodeError.NONE and res.steps_taken == 1  # one more skill in this run
@@ -302,13 +302,13 @@ class Status:
 
 
 @pytest.mark.parametrize("clears", [True, False])
-def test_planner_pauses_while_the_robot_is_faulted(scripted, world_ports, clears: bool) -> None:  # type: ignore[no-untyped-def]
+def test_planner_pauses_while_the_robot_is_faulted(planner, scripted, world_ports, clears: bool) -> None:  # type: ignore[no-untyped-def]
     from monologue_domain.kinematic_world import TabletopWorld
 
     world = TabletopWorld.random(3, num_blocks=1, num_bowls=1, matching_bowls=True)
     ports = world_ports(world)
     status = Status(clears)
-    im = InnerMonologue(scripted(lambda c, p: 0 if "Success: True" not in p[-40:] else len(c) - 1), ports, ports,
+    im = planner(scripted(lambda c, p: 0 if "Success: True" not in p[-40:] else len(c) - 1), ports, ports,
                         ports, profile("im_sim_object_success"), logging.getLogger("t"), robot=status)
     t = Transcript("e")
     res = im.run("Put the blocks in their matching bowls.", episode_defaults(CONFIG, fault_pause_s=1.0), t)

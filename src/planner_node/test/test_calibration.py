@@ -10,7 +10,7 @@ from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.transcript import Event, EventKind, Transcript
 from monologue_llm.base import CandidateScore, Generation, ScoreResult
 from planner_node.core.calibration import CONTENT_FREE, content_free_events
-from planner_node.core.monologue import EpisodeError, InnerMonologue
+from planner_node.core.episode import EpisodeError
 from planner_node.core.prompts import load_profile
 from planner_node.core.settings import episode_defaults
 
@@ -50,10 +50,10 @@ class PriorScorer:
         pass
 
 
-def _episode(world_ports, **options: object) -> tuple[EpisodeError, TabletopWorld, PriorScorer, list]:  # type: ignore[no-untyped-def,type-arg]
+def _episode(planner, world_ports, **options: object) -> tuple[EpisodeError, TabletopWorld, PriorScorer, list]:  # type: ignore[no-untyped-def,type-arg]
     world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue",)), seed=3)
     ports, llm, steps = world_ports(world), PriorScorer(), []
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
     res = im.run(INSTRUCTION, episode_defaults(CONFIG, use_affordances=False, max_steps=4, **options),
                  Transcript("e"))
     return res.error, world, llm, steps
@@ -69,12 +69,12 @@ def test_content_free_prompt_replaces_only_the_instruction() -> None:
     assert PROFILE.prompt(free).startswith(PROFILE.preamble)
 
 
-def test_raw_scores_stop_at_once_and_calibrated_scores_do_the_task(world_ports) -> None:  # type: ignore[no-untyped-def]
-    error, world, llm, steps = _episode(world_ports)  # the default: raw sums, as before
+def test_raw_scores_stop_at_once_and_calibrated_scores_do_the_task(planner, world_ports) -> None:  # type: ignore[no-untyped-def]
+    error, world, llm, steps = _episode(planner, world_ports)  # the default: raw sums, as before
     assert error == EpisodeError.NONE and len(steps) == 1 and steps[0].chosen.option is None
     assert len(llm.prompts) == 1 and not world.is_on("red block", "blue bowl")
 
-    error, world, llm, steps = _episode(world_ports, calibration="content_free", calibration_weight=1.0)
+    error, world, llm, steps = _episode(planner, world_ports, calibration="content_free", calibration_weight=1.0)
     assert error == EpisodeError.NONE and world.is_on("red block", "blue bowl")
     assert steps[0].chosen.text.endswith("red block and place it in the blue bowl.")
     assert len(steps) == 2 and steps[-1].chosen.option is None  # then done (lifted by the instruction)
@@ -84,5 +84,5 @@ def test_raw_scores_stop_at_once_and_calibrated_scores_do_the_task(world_ports) 
     assert steps[0].prompt_tokens == 200  # both calls counted
 
     # a small weight does not overcome this prior: -3 + 1.5 + 0.2 x 3 = -0.9 < -1 + 0.2 x 1 = -0.8
-    error, world, _, steps = _episode(world_ports, calibration="content_free", calibration_weight=0.2)
+    error, world, _, steps = _episode(planner, world_ports, calibration="content_free", calibration_weight=0.2)
     assert steps[0].chosen.option is None and not world.is_on("red block", "blue bowl")

@@ -23,13 +23,14 @@ from monologue_domain.tabletop_preconditions import SKILL_TEXT, TableThing, chec
 from monologue_domain.tasks import FAMILIES, sample_task
 from monologue_domain.transcript import EventKind, Transcript
 from monologue_llm.base import Generation, Sample, SampleResult, ScoreResult, l2_normalize
-from planner_node.core.cape_prompts import CapeDomain, load_domain
-from planner_node.core.cape_settings import CapeSettings
 from planner_node.core.episode import EpisodeError
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import load_profile
+from planner_node.core.runner import run_episode
 from planner_node.core.settings import episode_defaults, settings_from_parameters
 from planner_node.core.strategies.cape import CapeStrategy
+from planner_node.core.strategies.cape.prompts import CapeDomain, load_domain
+from planner_node.core.strategies.cape.settings import CapeSettings
 from planner_node.core.strategy import EpisodeContext, Ports
 
 REPO = Path(__file__).resolve().parents[3]
@@ -110,7 +111,7 @@ def settings(method: str = "Z_E") -> CapeSettings:
     params = parameters_from_files([CONFIG / "monologue.yaml", CONFIG / "robots" / "sim_kinematic.yaml",
                                     CONFIG / "llm" / "embedded.yaml"], "planner")
     params["prompt_dir"] = str(PROMPTS)
-    s = settings_from_parameters(params).strategy_settings["cape"]
+    s = settings_from_parameters(params).strategy_settings.get(CapeSettings)
     assert isinstance(s, CapeSettings)
     return replace(s, method=method)
 
@@ -226,7 +227,7 @@ def test_z_e_on_the_tabletop_corrects_a_covered_block() -> None:
     t = Transcript("cape-tabletop")
     ep = EpisodeContext(llm, Ports(ports, ports, ports), load_profile(PROMPTS, "im_sim_object"), t,
                         "Put the red block in the red bowl", episode_defaults(CONFIG, max_steps=4), LOG)
-    res = CapeStrategy(settings("Z_E"), embedder=ep.llm).run(ep)
+    res = run_episode(CapeStrategy(settings("Z_E"), embedder=ep.llm), ep)
     assert res.error == EpisodeError.NONE, res.reason
     assert w.is_on("red block", "red bowl") and w.is_on("blue block", "left side")
     errors = [e for e in t.events if e.kind == EventKind.ERROR]
@@ -264,7 +265,7 @@ def test_an_unreachable_target_is_corrected_like_a_precondition() -> None:
     t = Transcript("cape-tabletop")
     ep = EpisodeContext(Scripted(rule), Ports(ports, ports, ports), load_profile(PROMPTS, "im_sim_object"), t,
                         "Move the red block to the top left corner", episode_defaults(CONFIG, max_steps=3), LOG)
-    res = CapeStrategy(settings("Z_E"), embedder=ep.llm).run(ep)
+    res = run_episode(CapeStrategy(settings("Z_E"), embedder=ep.llm), ep)
     assert res.error == EpisodeError.NONE, res.reason
     error = next(e for e in t.events if e.kind == EventKind.ERROR)
     assert error.data["error_name"] == "OUT_OF_LIMITS" and error.data["precondition"] is True
@@ -284,7 +285,7 @@ def test_specificities_on_the_tabletop(method: str, message: str) -> None:
     llm = Scripted(unstack_rule)
     ep = EpisodeContext(llm, Ports(ports, ports, ports), load_profile(PROMPTS, "im_sim_object"),
                         Transcript("x"), "Put the red block in the red bowl", episode_defaults(CONFIG, max_steps=4), LOG)
-    CapeStrategy(settings(method), embedder=llm).run(ep)
+    run_episode(CapeStrategy(settings(method), embedder=llm), ep)
     corrective = next(p for p in llm.prompts if p.split("\n")[-2].startswith("Error: "))
     assert corrective.endswith(f"Step 1: Pick up the red block and place it on the red bowl\nError: {message}. "
                                "A correct step would be to\nStep 1:")

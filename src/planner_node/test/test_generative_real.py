@@ -9,7 +9,7 @@ import pytest
 
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.transcript import EventKind, Transcript
-from planner_node.core.monologue import EpisodeError, InnerMonologue
+from planner_node.core.episode import EpisodeError
 from planner_node.core.prompts import load_profile
 from planner_node.core.settings import episode_defaults
 
@@ -20,11 +20,11 @@ PROMPTS = Path(__file__).resolve().parents[3] / "config" / "prompts"
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3])
-def test_generative_episode_only_executes_admissible_skills(llama_backend, world_ports, seed: int) -> None:  # type: ignore[no-untyped-def]
+def test_generative_episode_only_executes_admissible_skills(planner, llama_backend, world_ports, seed: int) -> None:  # type: ignore[no-untyped-def]
     world = TabletopWorld.random(seed, num_blocks=2 + seed % 2, num_bowls=3, matching_bowls=True)
     ports = world_ports(world)
     admissible_before = {(a.skill, a.args) for a in ports.affordances()}
-    im = InnerMonologue(llama_backend, ports, ports, ports, load_profile(PROMPTS, "im_sim_object_success"),
+    im = planner(llama_backend, ports, ports, ports, load_profile(PROMPTS, "im_sim_object_success"),
                         logging.getLogger("gen"))
     t = Transcript(f"gen{seed}")
     res = im.run("Put the blocks in their matching bowls.",
@@ -44,14 +44,14 @@ def test_generative_episode_only_executes_admissible_skills(llama_backend, world
         assert len(rejected) == 3 and not any(r.data["output"] in p for r in rejected for p in t.prompt_lines())
 
 
-def test_scene_feedback_episode_mechanics(llama_backend, world_ports) -> None:  # type: ignore[no-untyped-def]
+def test_scene_feedback_episode_mechanics(planner, llama_backend, world_ports) -> None:  # type: ignore[no-untyped-def]
     """IM Object + Scene with the real model: a goal-state thought first, then after every action a
     recomputed progress line listing only goal items, then a thought."""
     from monologue_domain.scene_spec import SceneSpec
 
     world = TabletopWorld.from_spec(SceneSpec(("brown", "cyan", "yellow"), ()), seed=1)
     ports = world_ports(world)
-    im = InnerMonologue(llama_backend, ports, ports, ports, load_profile(PROMPTS, "im_sim_object_scene"),
+    im = planner(llama_backend, ports, ports, ports, load_profile(PROMPTS, "im_sim_object_scene"),
                         logging.getLogger("scene"))
     t = Transcript("scene")
     res = im.run("Move all the blocks to the top right corner.",

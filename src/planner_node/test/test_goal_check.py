@@ -11,8 +11,8 @@ from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.tabletop import LOCATIONS
 from monologue_domain.transcript import Transcript
+from planner_node.core.episode import EpisodeError
 from planner_node.core.goal_check import parse_goal
-from planner_node.core.monologue import EpisodeError, InnerMonologue
 from planner_node.core.prompts import load_profile
 from planner_node.core.settings import episode_defaults
 
@@ -98,22 +98,22 @@ class StopShyScorer:
         pass
 
 
-def _run(world_ports, goal_check: str):  # type: ignore[no-untyped-def]
+def _run(planner, world_ports, goal_check: str):  # type: ignore[no-untyped-def]
     world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue",)), seed=5)
     ports, llm, steps = world_ports(world), StopShyScorer(), []
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
     t = Transcript("e")
     res = im.run("Put all the blocks in the blue bowl.",
                  episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check=goal_check), t)
     return res, world, llm, steps, t
 
 
-def test_goal_check_keeps_going_until_the_goal_holds_then_stops(world_ports) -> None:  # type: ignore[no-untyped-def]
-    res, world, llm, steps, _ = _run(world_ports, "off")  # as before: the model stops after one block
+def test_goal_check_keeps_going_until_the_goal_holds_then_stops(planner, world_ports) -> None:  # type: ignore[no-untyped-def]
+    res, world, llm, steps, _ = _run(planner, world_ports, "off")  # as before: the model stops after one block
     assert res.error == EpisodeError.NONE and len(steps) == 2
     assert sum(world.is_on(b, "blue bowl") for b in ("red block", "green block")) == 1
 
-    res, world, llm, steps, t = _run(world_ports, "stop")
+    res, world, llm, steps, t = _run(planner, world_ports, "stop")
     assert res.error == EpisodeError.NONE and res.success
     assert world.is_on("red block", "blue bowl") and world.is_on("green block", "blue bowl")
     assert all(PROFILE.done_line not in offered for offered in llm.offered)  # never offered while unmet
@@ -122,10 +122,10 @@ def test_goal_check_keeps_going_until_the_goal_holds_then_stops(world_ports) -> 
     assert t.events[-2].text == PROFILE.done_line
 
 
-def test_an_open_loop_episode_never_checks_the_goal(world_ports) -> None:  # type: ignore[no-untyped-def]
+def test_an_open_loop_episode_never_checks_the_goal(planner, world_ports) -> None:  # type: ignore[no-untyped-def]
     world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue",)), seed=5)
     ports, llm, steps = world_ports(world), StopShyScorer(), []
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
     opts = episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check="stop",
                             success_feedback=False, scene_feedback=False)
     res = im.run("Put all the blocks in the blue bowl.", opts, Transcript("e"))
@@ -134,19 +134,19 @@ def test_an_open_loop_episode_never_checks_the_goal(world_ports) -> None:  # typ
     assert len(steps[-1].candidates) > 1 and len(llm.offered) == len(steps)  # done was the model's choice
 
 
-def test_affordance_mode_does_not_offer_moving_a_block_already_in_place(world_ports) -> None:  # type: ignore[no-untyped-def]
-    res, world, llm, steps, _ = _run(world_ports, "affordance")
+def test_affordance_mode_does_not_offer_moving_a_block_already_in_place(planner, world_ports) -> None:  # type: ignore[no-untyped-def]
+    res, world, llm, steps, _ = _run(planner, world_ports, "affordance")
     assert res.success and world.is_on("red block", "blue bowl") and world.is_on("green block", "blue bowl")
     placed = steps[0].chosen.option.args[0]  # type: ignore[union-attr]
     assert all(not c.startswith(f"Robot action: Pick the {placed} ") for c in llm.offered[1])
     assert any(c.startswith(f"Robot action: Pick the {placed} ") for c in llm.offered[0])
 
 
-def test_a_stack_instruction_keeps_going_until_every_block_is_in_one_tower(world_ports) -> None:  # type: ignore[no-untyped-def]
+def test_a_stack_instruction_keeps_going_until_every_block_is_in_one_tower(planner, world_ports) -> None:  # type: ignore[no-untyped-def]
     def run(goal_check: str):  # type: ignore[no-untyped-def]
         world = TabletopWorld.from_spec(SceneSpec(("red", "green", "blue"), ("blue",)), seed=3)
         ports, llm, steps = world_ports(world), StopShyScorer(lambda c: c.endswith(" block.")), []
-        im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+        im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
         res = im.run("Stack all the blocks.", episode_defaults(CONFIG, use_affordances=False, max_steps=8,
                                                                 goal_check=goal_check), Transcript("e"))
         return res, world, llm, steps
@@ -256,7 +256,7 @@ def test_named_grounding_asks_the_llm_only_among_the_named_goals() -> None:
     ("llm", "Leg alle Klötze in die blaue Schüssel.", 1),
     ("llm_named", "Leg alle Klötze in die blue bowl.", 0),  # one named goal: it needs no LLM call
 ])
-def test_llm_grounding_runs_once_per_episode_and_drives_the_goal_check(  # type: ignore[no-untyped-def]
+def test_llm_grounding_runs_once_per_episode_and_drives_the_goal_check(planner,   # type: ignore[no-untyped-def]
         world_ports, grounding: str, instruction: str, goal_prompts: int) -> None:
     class Both(StopShyScorer):  # the goal prompt gets "every block in the blue bowl"; the steps are stop-shy
         def score(self, prompt: str, candidates: Sequence[str]):  # type: ignore[no-untyped-def]
@@ -267,7 +267,7 @@ def test_llm_grounding_runs_once_per_episode_and_drives_the_goal_check(  # type:
 
     world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue",)), seed=5)
     ports, llm, steps = world_ports(world), Both(), []
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
     res = im.run(instruction, episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check="affordance",
                                                goal_grounding=grounding), Transcript("e"))
     assert res.success and world.is_on("red block", "blue bowl") and world.is_on("green block", "blue bowl")
@@ -302,11 +302,11 @@ class WrongWay(StopShyScorer):
 
 
 @pytest.mark.parametrize("goal_check", ["affordance", "directed"])
-def test_directed_offers_only_the_moves_that_bring_the_goal_nearer(  # type: ignore[no-untyped-def]
+def test_directed_offers_only_the_moves_that_bring_the_goal_nearer(planner,   # type: ignore[no-untyped-def]
         world_ports, goal_check: str) -> None:
     world = TabletopWorld.from_spec(SceneSpec(("red", "green"), ("blue", "yellow")), seed=5)
     ports, llm, steps = world_ports(world), WrongWay(), []
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
     res = im.run("Put all the blocks in the blue bowl.",
                  episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check=goal_check), Transcript("e"))
     assert res.error == EpisodeError.NONE and res.success
@@ -320,10 +320,10 @@ def test_directed_offers_only_the_moves_that_bring_the_goal_nearer(  # type: ign
         assert steps[-1].chosen.option is None
 
 
-def test_directed_builds_the_tower_on_the_named_location(world_ports) -> None:  # type: ignore[no-untyped-def]
+def test_directed_builds_the_tower_on_the_named_location(planner, world_ports) -> None:  # type: ignore[no-untyped-def]
     world = TabletopWorld.from_spec(SceneSpec(("red", "green", "blue"), ("blue",)), seed=3)
     ports, llm, steps = world_ports(world), WrongWay(), []
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
     res = im.run("Stack all the blocks on the middle.",
                  episode_defaults(CONFIG, use_affordances=False, max_steps=8, goal_check="directed"), Transcript("e"))
     assert res.error == EpisodeError.NONE and res.success and len(steps) == 4
@@ -361,7 +361,7 @@ def test_a_tower_block_within_reach_of_two_bottoms_and_a_tower_leaning_off_its_b
     assert advancing(on_base, status) == {(g, b)}
 
 
-def test_directed_offers_every_move_when_the_next_block_is_covered(world_ports) -> None:  # type: ignore[no-untyped-def]
+def test_directed_offers_every_move_when_the_next_block_is_covered(planner, world_ports) -> None:  # type: ignore[no-untyped-def]
     from planner_node.core.goal_check import Goal, check
 
     world = TabletopWorld.from_spec(SceneSpec(("red", "green", "blue"), ()), seed=3)
@@ -372,7 +372,7 @@ def test_directed_offers_every_move_when_the_next_block_is_covered(world_ports) 
     ports, llm, steps = world_ports(world), WrongWay(), []
     status = check(Goal(tower=BLOCKS, base="middle"), ports)
     assert status.chains == (("red block", "green block"),) and not status.holds  # the blue one is off its base
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append)
     im.run("Stack all the blocks on the middle.",
            episode_defaults(CONFIG, use_affordances=False, max_steps=2, goal_check="directed"), Transcript("e"))
     # the blue block (next on the tower) is covered by the green one: every move is offered, the placed

@@ -13,7 +13,6 @@ from monologue_domain.tasks import is_stack, state_from_objects
 from monologue_domain.transcript import Transcript
 from planner_node.core.goal_check import NO_GOAL, goal_candidates, ground_goal
 from planner_node.core.goal_examples import GOAL_EXAMPLES_K, GoalExamples, goal_head, load_goal_examples, retrieve
-from planner_node.core.monologue import InnerMonologue
 from planner_node.core.prompts import load_profile
 from planner_node.core.settings import episode_defaults
 
@@ -95,7 +94,7 @@ def test_calibration_subtracts_what_the_model_says_for_no_instruction() -> None:
     assert llm.prompts[-1].endswith("Instruction: N/A\nGoal:") and len(llm.prompts) == 3
 
 
-def test_retrieved_grounding_puts_the_nearest_library_examples_in_the_goal_prompt(world_ports) -> None:  # type: ignore[no-untyped-def]
+def test_retrieved_grounding_puts_the_nearest_library_examples_in_the_goal_prompt(planner, world_ports) -> None:  # type: ignore[no-untyped-def]
     class Picker:
         name = "picker"
         goal_prompts: list[str] = []
@@ -111,7 +110,7 @@ def test_retrieved_grounding_puts_the_nearest_library_examples_in_the_goal_promp
 
     world = TabletopWorld.from_spec(SceneSpec(("red", "green", "blue"), ("yellow",)), seed=3)
     ports, llm = world_ports(world), Picker()
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"))
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"))
     text = "Empila todos los bloques, uno sobre otro."
     res = im.run(text, episode_defaults(CONFIG, use_affordances=False, max_steps=6, goal_check="directed",
                                         goal_grounding="llm_named_retrieved"), Transcript("e"))

@@ -8,15 +8,15 @@ import random
 import pytest
 
 from monologue_llm.gbnf import sample
-from planner_node.core.multitalk_grammar import (
+from planner_node.core.strategies.multitalk.grammar import (
     analyzer_grammar,
     analyzer_node,
     planner_grammar,
     planner_node,
 )
-from planner_node.core.multitalk_parsing import PLAN, parse_analyzer_output, parse_planner_output
-from planner_node.core.statler_code import CAP_FUNCTIONS, STATLER_FUNCTIONS, parse_code
-from planner_node.core.statler_grammar import END, reader_grammar, reader_node
+from planner_node.core.strategies.multitalk.parsing import PLAN, parse_analyzer_output, parse_planner_output
+from planner_node.core.strategies.statler.code import CAP_FUNCTIONS, STATLER_FUNCTIONS, parse_code
+from planner_node.core.strategies.statler.grammar import END, reader_grammar, reader_node
 
 POINTS = ["0.25, 0.1, 0.0", "0.5, -0.125, 0.02", "0.3, 0.3, 0.0"]
 OBJECTS = ["cyan block", "yellow block", "green bowl", "disinfector"]
@@ -69,7 +69,7 @@ def test_edge_cases_the_planner_grammar_admits_parse(text: str) -> None:
 
 
 def test_mixed_types_at_line_starts_are_still_rejected() -> None:
-    from planner_node.core.multitalk_parsing import OutputRejected
+    from planner_node.core.strategies.multitalk.parsing import OutputRejected
     with pytest.raises(OutputRejected, match="mixes"):
         parse_planner_output("Questions:\n1: Which one?\nPerception Rerun Required")
 
@@ -96,9 +96,9 @@ def test_every_sampled_reader_program_parses(allowed: frozenset[str], objects: l
 def test_every_sampled_writer_state_parses_and_keeps_the_objects(prompt: str) -> None:
     from pathlib import Path
 
-    from planner_node.core.statler_grammar import vocabulary_of, writer_node
-    from planner_node.core.statler_loop import load_prompt
-    from planner_node.core.statler_state import Expression, parse_state
+    from planner_node.core.strategies.statler.grammar import vocabulary_of, writer_node
+    from planner_node.core.strategies.statler.loop import load_prompt
+    from planner_node.core.strategies.statler.state import Expression, parse_state
 
     text = load_prompt(Path(__file__).resolve().parents[3] / "config" / "prompts" / f"{prompt}.txt")
     vocab = vocabulary_of([parse_state("# state = {" + b) for b in text.split("# state = {")[1:]])
@@ -117,8 +117,8 @@ def test_every_sampled_writer_state_parses_and_keeps_the_objects(prompt: str) ->
 
 def test_every_sampled_unified_answer_splits_into_code_and_a_state() -> None:
     from monologue_llm.gbnf import Node, seq
-    from planner_node.core.statler_grammar import Vocabulary, reader_node, writer_node
-    from planner_node.core.statler_state import parse_state
+    from planner_node.core.strategies.statler.grammar import Vocabulary, reader_node, writer_node
+    from planner_node.core.strategies.statler.state import parse_state
 
     vocab = Vocabulary({"is": ("dirty", "clean")}, frozenset({"contains"}))
     node: Node = seq(reader_node(CAP_FUNCTIONS, OBJECTS, TARGETS, end=False), "\n# state = {\n",

@@ -5,7 +5,7 @@ from monologue_domain.skills import SkillError, SkillState
 from monologue_domain.transcript import EventKind
 from monologue_interfaces.action import ExecuteInstruction, ExecuteSkill
 from monologue_interfaces.msg import TranscriptEvent
-from planner_node.core.monologue import EpisodeError
+from planner_node.core.episode import EpisodeError
 
 
 def test_event_kinds_match_msg() -> None:

@@ -13,8 +13,9 @@ from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.tasks import matching_bowls_done
 from monologue_domain.transcript import EventKind, Transcript, load_episode
 from monologue_llm.base import LLMUnavailableError
-from planner_node.core.monologue import DONE_AFFORDANCE, EpisodeError, InnerMonologue
+from planner_node.core.episode import EpisodeError
 from planner_node.core.prompts import load_profile
+from planner_node.core.scoring import DONE_AFFORDANCE
 from planner_node.core.settings import episode_defaults
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"  # the YAML holds the episode defaults
@@ -22,28 +23,18 @@ CONFIG = Path(__file__).resolve().parents[3] / "config"  # the YAML holds the ep
 PROFILE = load_profile(Path(__file__).resolve().parents[3] / "config" / "prompts", "im_sim_object_success")
 
 
-def matching_picker(cands: Sequence[str], prompt: str) -> int:
-    """An oracle-ish policy: the first matching-bowl action not yet reported successful, else done."""
-    done_lines = prompt.split("Human: Put the blocks in their matching bowls.")[-1]
-    for i, c in enumerate(cands):
-        words = c.split()
-        if "bowl." in c and words[4] == words[-2] and c + "\nSuccess: True" not in done_lines:
-            return i
-    return len(cands) - 1
-
-
 @pytest.fixture
-def make(scripted, world_ports):  # type: ignore[no-untyped-def]
-    def _make(world: TabletopWorld, pick=matching_picker, **kw):  # type: ignore[no-untyped-def]
-        return _build(scripted, world_ports, world, pick, **kw)
+def make(planner, scripted, world_ports):  # type: ignore[no-untyped-def]
+    def _make(world: TabletopWorld, pick=scripted.matching_bowls, **kw):  # type: ignore[no-untyped-def]
+        return _build(planner, scripted, world_ports, world, pick, **kw)
     return _make
 
 
-def _build(scripted, world_ports, world, pick, **kw):  # type: ignore[no-untyped-def]
+def _build(planner, scripted, world_ports, world, pick, **kw):  # type: ignore[no-untyped-def]
     ports = world_ports(world)
     llm = scripted(pick)
     steps = []
-    im = InnerMonologue(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append, **kw)
+    im = planner(llm, ports, ports, ports, PROFILE, logging.getLogger("t"), on_step=steps.append, **kw)
     return im, ports, llm, steps
 
 
@@ -208,7 +199,7 @@ SCENE_PROFILE = load_profile(Path(__file__).resolve().parents[3] / "config" / "p
 
 
 def test_goal_state_parsing_resolves_known_names() -> None:
-    from planner_node.core.monologue import parse_goal_state
+    from planner_node.core.scene_feedback import parse_goal_state
 
     cats = {"cyan block": "block", "top left corner": "location", "red bowl": "bowl"}
     goals = parse_goal_state('Robot thought: Goal state is ["Cyan block is on the top left corner.", '

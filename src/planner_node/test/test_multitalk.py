@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,10 @@ from monologue_domain.kinematic_world import TabletopWorld, world_with
 from monologue_domain.transcript import Event, EventKind
 from monologue_llm.base import Generation
 from planner_node.core.episode import EpisodeError
-from planner_node.core.multitalk_parsing import (
+from planner_node.core.ports import SceneItem, Workspace
+from planner_node.core.runner import GoalRequest
+from planner_node.core.settings import settings_from_parameters
+from planner_node.core.strategies.multitalk.parsing import (
     PERCEPTION,
     PLAN,
     QUESTIONS,
@@ -25,7 +28,7 @@ from planner_node.core.multitalk_parsing import (
     parse_analyzer_output,
     parse_planner_output,
 )
-from planner_node.core.multitalk_prompts import (
+from planner_node.core.strategies.multitalk.prompts import (
     ANALYZER_STATIC,
     ANALYZER_TURNS,
     PLANNER_STATIC,
@@ -33,7 +36,7 @@ from planner_node.core.multitalk_prompts import (
     PromptFileError,
     load_prompt_file,
 )
-from planner_node.core.multitalk_scene import (
+from planner_node.core.strategies.multitalk.scene import (
     Box,
     fmt,
     perceived_boxes,
@@ -42,13 +45,10 @@ from planner_node.core.multitalk_scene import (
     serialise_objects,
     serialise_relations,
 )
-from planner_node.core.multitalk_sim import simulate
-from planner_node.core.ports import SceneItem, Workspace
-from planner_node.core.runner import GoalRequest
-from planner_node.core.settings import settings_from_parameters
+from planner_node.core.strategies.multitalk.settings import MultitalkSettings
+from planner_node.core.strategies.multitalk.sim import simulate
 
 REPO = Path(__file__).resolve().parents[3]
-PAPER = REPO.parent / "shared" / "papers" / "multitalk_supplement.txt"
 PROMPTS = REPO / "config" / "prompts"
 TASK = "Put the blocks in their matching bowls."
 WS = Workspace((0.25, -0.35, -0.01), (0.75, 0.35, 0.6), 0.0)
@@ -217,12 +217,10 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def test_prompt_files_reproduce_the_supplement() -> None:
+def test_prompt_files_reproduce_the_supplement(paper_lines: Callable[[str, int, int], list[str]]) -> None:
     planner = load_prompt_file(PROMPTS / "multitalk_planner.txt", PLANNER_STATIC + PLANNER_TURNS)
     analyzer = load_prompt_file(PROMPTS / "multitalk_analyzer.txt", ANALYZER_STATIC + ANALYZER_TURNS)
-    if not PAPER.is_file():
-        pytest.skip(f"{PAPER} is not there")
-    paper = _norm(PAPER.read_text(encoding="utf-8"))
+    paper = _norm("\n".join(paper_lines("multitalk_supplement.txt", 36, 264)))  # App. C-D
     checked = 0
     for f in (planner, analyzer):
         for name, block in f.blocks.items():
@@ -295,7 +293,7 @@ def test_simulator_approves_and_maps_onto_pick_place() -> None:
 
 # ---------------------------------------------------------------------------------- episodes --
 def test_settings_block_is_read(planner_parameters: Any) -> None:
-    s = settings_from_parameters(planner_parameters()).strategy_settings["multitalk"]
+    s = settings_from_parameters(planner_parameters()).strategy_settings.get(MultitalkSettings)
     assert s.ablation == "full" and s.prompt_path("planner").is_file() and s.prompt_path("analyzer").is_file()
     params = {**planner_parameters(), "multitalk.ablation": "planner_only"}
     del params["multitalk.max_rounds"]
@@ -431,7 +429,8 @@ def test_acceptance_gate(make_runner: Any, world_ports: Any) -> None:
 
 
 def test_resume_is_refused(make_runner: Any, world_ports: Any, tmp_path: Path) -> None:
-    from planner_node.core.multitalk_loop import run_multitalk
+    from planner_node.core import strategies
+    from planner_node.core.runner import run_episode
     from planner_node.core.strategy import EpisodeContext
 
     runner = make_runner(Dialogue([]), geo_ports(world_ports, scene()), strategy="multitalk")
@@ -440,8 +439,8 @@ def test_resume_is_refused(make_runner: Any, world_ports: Any, tmp_path: Path) -
     import logging
 
     ep = EpisodeContext(runner.llm, runner.ports, prepared.profile, prepared.transcript, TASK, prepared.options,
-                        logging.getLogger("test"), resume=True, strategy_settings=runner.settings.strategy_settings)
-    assert run_multitalk(ep).error == EpisodeError.INVALID_GOAL
+                        logging.getLogger("test"), resume=True, settings=runner.settings.strategy_settings)
+    assert run_episode(strategies.get("multitalk"), ep).error == EpisodeError.INVALID_GOAL
     assert dataclasses.is_dataclass(ep)
 
 
@@ -476,9 +475,9 @@ def test_the_analyzer_can_run_on_its_own_backend(make_runner: Any, world_ports: 
 
 def test_analyzer_llm_settings_are_validated(planner_parameters: Any) -> None:
     base = {**planner_parameters(), "strategy": "multitalk"}
-    assert settings_from_parameters(base).strategy_settings["multitalk"].analyzer_llm == {}
+    assert settings_from_parameters(base).strategy_settings.get(MultitalkSettings).analyzer_llm == {}
     s = settings_from_parameters({**base, "multitalk.analyzer_llm.backend": "openai",
-                                  "multitalk.analyzer_llm.model": "critic"}).strategy_settings["multitalk"]
+                                  "multitalk.analyzer_llm.model": "critic"}).strategy_settings.get(MultitalkSettings)
     assert s.analyzer_llm["backend"] == "openai" and s.analyzer_llm["model"] == "critic"
     with pytest.raises(ValueError) as e:
         settings_from_parameters({**base, "multitalk.analyzer_llm.backend": "gpt4"})
@@ -588,7 +587,7 @@ def test_a_scored_plan_the_person_rejects_is_not_written_again(make_runner: Any,
 
 def test_scored_lines_are_ranked_by_their_reasoning_and_an_object_is_grasped_once() -> None:
     from monologue_llm.base import CandidateScore, ScoreResult
-    from planner_node.core.multitalk_scored import scored_plan
+    from planner_node.core.strategies.multitalk.scored import scored_plan
 
     class Digits:
         """Round numbers are likely (each digit costs 1 nat); the reasoning "red block ... red bowl" and
@@ -653,7 +652,7 @@ def test_scored_moves_stack_on_tops_and_follow_the_plan_so_far() -> None:
     """A move onto a block aims at its top (the simulator's stacking rule); after a move the plan's later
     lines see the block at its new place, and a block with something on it is neither grasped nor a target."""
     from monologue_llm.base import CandidateScore, ScoreResult
-    from planner_node.core.multitalk_scored import scored_plan, supporting
+    from planner_node.core.strategies.multitalk.scored import scored_plan, supporting
 
     class Tower:
         """Likes grasping red, then green, and stacking on whatever is named last in the wanted order."""

@@ -13,9 +13,9 @@ from monologue_domain.kinematic_world import world_with
 from monologue_domain.transcript import EventKind
 from monologue_llm.base import Generation
 from planner_node.core.episode import EpisodeError
-from planner_node.core.multitalk_parsing import parse_planner_output
 from planner_node.core.ports import SceneItem
 from planner_node.core.runner import GoalRequest
+from planner_node.core.strategies.multitalk.parsing import parse_planner_output
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 

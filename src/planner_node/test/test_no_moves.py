@@ -16,6 +16,7 @@ from planner_node.core import scoring, strategies
 from planner_node.core.episode import EpisodeError, StepRecord
 from planner_node.core.ports import SkillOption
 from planner_node.core.prompts import load_profile
+from planner_node.core.runner import run_episode
 from planner_node.core.settings import episode_defaults
 from planner_node.core.strategy import EpisodeContext, Ports
 
@@ -70,7 +71,7 @@ def _run(scripted, ports, strategy: str, cancel: threading.Event | None = None, 
     ep = EpisodeContext(llm=llm, ports=Ports(ports, ports, ports), profile=PROFILE, transcript=transcript,
                         instruction=INSTRUCTION, options=options, log=logging.getLogger("t"),
                         cancel=cancel or threading.Event(), on_step=steps.append)
-    return strategies.get(strategy).run(ep), transcript, steps
+    return run_episode(strategies.get(strategy), ep), transcript, steps
 
 
 @pytest.mark.parametrize("strategy", ("inner_monologue", "saycan"))

@@ -6,9 +6,8 @@ and every step is re-rendered from the profile's skill templates.
 """
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,6 @@ from planner_node.core.prompts import PromptProfile, load_profile
 
 REPO = Path(__file__).resolve().parents[3]
 PROMPT_DIR = REPO / "config" / "prompts"
-# The papers' text (shared beside the repository, not in it); CI without them sets
-# MONOLOGUE_ALLOW_NO_PAPERS=1 to skip the comparison instead of failing.
-PAPERS = REPO.parent / "shared" / "papers"
 SEP = "==============="
 
 PAPER_PROFILES = ["im_sim_object_scene", "im_real_tabletop", "im_kitchen", "im_kitchen_human", "saycan"]
@@ -77,23 +73,17 @@ def _squash(text: str) -> str:
 
 
 @pytest.mark.parametrize("name", PAPER_PROFILES)
-def test_preamble_matches_the_paper_text_up_to_line_breaks(name: str) -> None:
+def test_preamble_matches_the_paper_text_up_to_line_breaks(name: str, paper_lines: Callable[[str, int, int], list[str]]) -> None:
     fname, first, last, appended = LISTINGS[name]
-    path = PAPERS / fname
-    if not path.is_file():
-        if os.environ.get("MONOLOGUE_ALLOW_NO_PAPERS") == "1":
-            pytest.skip(f"{path} not available (MONOLOGUE_ALLOW_NO_PAPERS=1)")
-        pytest.fail(f"{path} not available: the papers are expected in ../shared/papers beside the "
-                    "repository (set MONOLOGUE_ALLOW_NO_PAPERS=1 to skip this check)")
-    lines = path.read_text(encoding="utf-8").split("\n")[first - 1:last]
+    lines = paper_lines(fname, first, last)
     paper = "\n".join(ln for ln in lines if ln.strip())
     pre = profile(name).preamble
     assert pre.endswith(appended)
     # same characters in the same order; only line breaks (PDF artefacts) may differ
     assert _squash(pre[: len(pre) - len(appended)]) == _squash(paper)
     # and every preamble line is made of whole paper lines
-    paper_lines = [ln for ln in lines if ln.strip()]
-    joined = iter(paper_lines)
+    kept = [ln for ln in lines if ln.strip()]
+    joined = iter(kept)
     for line in pre[: len(pre) - len(appended)].splitlines():
         acc = next(joined)
         while acc != line:

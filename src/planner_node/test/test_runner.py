@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 
 from monologue_domain.kinematic_world import TabletopWorld
@@ -19,16 +18,6 @@ CONFIG = Path(__file__).resolve().parents[3] / "config"  # the YAML holds the ep
 TASK = "Put the blocks in their matching bowls."
 
 
-def matching(cands: Sequence[str], prompt: str) -> int:
-    """The first matching-bowl action not yet reported successful, else done."""
-    done = prompt.split(f"Human: {TASK}")[-1]
-    for i, c in enumerate(cands):
-        w = c.split()
-        if "bowl." in c and w[4] == w[-2] and c + "\nSuccess: True" not in done:
-            return i
-    return len(cands) - 1
-
-
 def header(path: Path | None) -> dict[str, object]:
     assert path is not None
     return dict(json.loads(path.read_text(encoding="utf-8").splitlines()[0]))
@@ -36,7 +25,7 @@ def header(path: Path | None) -> dict[str, object]:
 
 def test_goal_runs_the_default_strategy_and_reports_everything(make_runner, scripted, world_ports) -> None:  # type: ignore[no-untyped-def]
     ports = world_ports(TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True))
-    runner = make_runner(scripted(matching), ports)
+    runner = make_runner(scripted(scripted.matching_bowls), ports)
     started: list[PreparedEpisode] = []
     events: list[Event] = []
     steps: list[tuple[str, StepRecord]] = []
@@ -86,7 +75,7 @@ def test_saycan_gives_no_feedback_whatever_the_goal_asks(make_runner, scripted, 
 def test_generative_strategy_is_chosen_by_name(make_runner, scripted, world_ports) -> None:  # type: ignore[no-untyped-def]
     ports = world_ports(TabletopWorld.random(4, num_blocks=1, num_bowls=1, matching_bowls=True))
     block = next(o.name for o in ports.world.snapshot() if o.category == "block")
-    llm = scripted(matching, [f"Pick the {block} and place it in the {block.replace('block', 'bowl')}.",
+    llm = scripted(scripted.matching_bowls, [f"Pick the {block} and place it in the {block.replace('block', 'bowl')}.",
                               "Robot thought: None."])
     out = make_runner(llm, ports).execute(GoalRequest(TASK, strategy="inner_monologue_generative"))
     assert out.result.success and llm.prompts == [] and len(llm.gen_prompts) == 2
@@ -94,7 +83,7 @@ def test_generative_strategy_is_chosen_by_name(make_runner, scripted, world_port
 
 
 def test_invalid_goals_are_refused_before_an_episode_starts(make_runner, scripted, world_ports, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    runner = make_runner(scripted(matching), world_ports(TabletopWorld.random(1)))
+    runner = make_runner(scripted(scripted.matching_bowls), world_ports(TabletopWorld.random(1)))
     for goal, why in [(GoalRequest(TASK, strategy="no_such_strategy"), "unknown strategy 'no_such_strategy'"),
                       (GoalRequest(TASK, prompt_profile="nope"), "prompt profile 'nope' not found"),
                       (GoalRequest(resume_episode="latest"), "no interrupted episode")]:
@@ -106,7 +95,7 @@ def test_invalid_goals_are_refused_before_an_episode_starts(make_runner, scripte
 
 def test_an_interrupted_episode_is_resumed_in_its_file(make_runner, scripted, world_ports, tmp_path) -> None:  # type: ignore[no-untyped-def]
     ports = world_ports(TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True))
-    runner = make_runner(scripted(matching), ports)
+    runner = make_runner(scripted(scripted.matching_bowls), ports)
     path = tmp_path / "transcripts" / "crashed.jsonl"
     t = Transcript("crashed", path, header={"episode_id": "crashed", "instruction": TASK,
                                             "prompt_profile": "im_sim_object_success", "objects": ["x"]})
@@ -131,13 +120,13 @@ def test_a_cancel_request_stops_the_running_skill(make_runner, scripted, world_p
         return ports.__class__.execute(ports, skill, args, threading.Event())
 
     ports.execute = execute
-    out = make_runner(scripted(matching), ports).execute(GoalRequest(TASK), cancel_requested=asked.is_set)
+    out = make_runner(scripted(scripted.matching_bowls), ports).execute(GoalRequest(TASK), cancel_requested=asked.is_set)
     assert out.result.error == EpisodeError.CANCELED and out.result.reason == "cancelled during a skill"
 
 
 def test_people_reach_the_running_episode_or_get_an_answer_after_it(make_runner, scripted, world_ports) -> None:  # type: ignore[no-untyped-def]
     ports = world_ports(TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True))
-    llm = scripted(matching)
+    llm = scripted(scripted.matching_bowls)
     runner = make_runner(llm, ports)
     assert not runner.human_input("hello")  # nothing runs
     assert not runner.human_input("what is in the bowl?", question=True)  # nothing ran yet

@@ -4,7 +4,6 @@ re-prompt bound, resume, and the prompt files rebuilt from ../shared/papers/stat
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -21,9 +20,10 @@ from planner_node.core import strategies
 from planner_node.core.episode import EpisodeError
 from planner_node.core.ports import SceneItem
 from planner_node.core.runner import GoalRequest
-from planner_node.core.statler_code import CAP_FUNCTIONS, CodeRejected, parse_code
-from planner_node.core.statler_loop import HEADER_PREFIX, load_prompt, mentioned_objects
-from planner_node.core.statler_state import (
+from planner_node.core.strategies.statler.code import CAP_FUNCTIONS, CodeRejected, parse_code
+from planner_node.core.strategies.statler.loop import HEADER_PREFIX, load_prompt, mentioned_objects
+from planner_node.core.strategies.statler.settings import StatlerSettings
+from planner_node.core.strategies.statler.state import (
     Expression,
     StateParseError,
     initial_state,
@@ -33,7 +33,6 @@ from planner_node.core.statler_state import (
 
 REPO = Path(__file__).resolve().parents[3]
 PROMPTS = REPO / "config" / "prompts"
-PAPER = REPO.parent / "shared" / "papers" / "statler.txt"
 STATLER_PROMPTS = ["statler_reader", "statler_writer", "statler_auto_writer", "statler_unified", "cap_policies",
                    "cap_cot"] + [f"{stem}_{domain}" for domain in ("covers", "weights") for stem in ("cap", "cap_cot")] \
     + [f"statler_{domain}_{role}" for domain in ("covers", "weights")
@@ -328,7 +327,7 @@ def test_a_name_the_scene_does_not_have_is_rejected_and_re_prompted_never_sent( 
 
 def test_a_bowl_is_not_movable_it_is_rejected_and_left_out_of_the_grammar(  # type: ignore[no-untyped-def]
         make_runner, world_ports) -> None:
-    from planner_node.core.statler_loop import movable_objects
+    from planner_node.core.strategies.statler.loop import movable_objects
 
     w = world()
     ports = world_ports(w)
@@ -518,13 +517,11 @@ def test_prompt_files_name_their_paper_lines_and_their_code_parses(name: str) ->
         parse_state("# state = {" + block)
 
 
-@pytest.mark.skipif(not PAPER.is_file() and os.environ.get("MONOLOGUE_ALLOW_NO_PAPERS") == "1",
-                    reason="../shared/papers not available")
 @pytest.mark.parametrize("name, first, last", [("cap_policies", 426, 472), ("statler_reader", 474, 485)])
-def test_prompts_reproduce_the_paper(name: str, first: int, last: int) -> None:
+def test_prompts_reproduce_the_paper(name: str, first: int, last: int, paper_lines: Callable[[str, int, int], list[str]]) -> None:
     """The CaP prompt is Prompt 10 verbatim and the reader's preamble Prompt 11's, apart from the
     restored backticks of the function list (l.434, l.482)."""
-    paper = [re.sub(r"^\d+", "", line) for line in PAPER.read_text(encoding="utf-8").splitlines()[first - 1:last]]
+    paper = [re.sub(r"^\d+", "", line) for line in paper_lines("statler.txt", first, last)]
     paper = [line.replace("‘", "") for line in paper]
     ours = load_prompt(PROMPTS / f"{name}.txt").splitlines()[: len(paper)]
     assert [line.replace("`", "") for line in ours] == paper
@@ -533,7 +530,7 @@ def test_prompts_reproduce_the_paper(name: str, first: int, last: int) -> None:
 def test_the_node_publishes_state_events_as_json() -> None:
     pytest.importorskip("rclpy")
     from monologue_domain.transcript import Event
-    from planner_node.node import world_state_json
+    from planner_node.core.strategies.statler import world_state_json
 
     state = {"objects": ["cyan block"], "cyan block": {"weight": Expression("red_block.weight / 2")}}
     event = Event("ep1", 3, EventKind.ROBOT_THOUGHT, render_state(state),
@@ -581,10 +578,10 @@ def test_writer_llm_settings_are_validated(planner_parameters) -> None:  # type:
     from planner_node.core.settings import settings_from_parameters
 
     base = {**planner_parameters(), "strategy": "statler"}
-    assert settings_from_parameters(base).strategy_settings["statler"].writer_llm == {}  # type: ignore[attr-defined]
+    assert settings_from_parameters(base).strategy_settings.get(StatlerSettings).writer_llm == {}
     s = settings_from_parameters({**base, "statler.writer_llm.backend": "openai",
-                                  "statler.writer_llm.model": "writer"}).strategy_settings["statler"]
-    cfg = s.writer_llm  # type: ignore[attr-defined]
+                                  "statler.writer_llm.model": "writer"}).strategy_settings.get(StatlerSettings)
+    cfg = s.writer_llm
     assert cfg["backend"] == "openai" and cfg["model"] == "writer" and cfg["n_ctx"] == base["llm.n_ctx"]
     with pytest.raises(ValueError) as e:
         settings_from_parameters({**base, "statler.writer_llm.backend": "gpt", "statler.writer_llm.temprature": 1})
@@ -634,7 +631,7 @@ def test_constrained_reader_gets_the_scene_grammar(make_runner, world_ports) -> 
 def test_constrained_writer_gets_a_grammar_of_the_state_and_its_demonstrations(  # type: ignore[no-untyped-def]
         make_runner, world_ports) -> None:
     from monologue_llm.gbnf import sample
-    from planner_node.core.statler_grammar import vocabulary_of, writer_node
+    from planner_node.core.strategies.statler.grammar import vocabulary_of, writer_node
 
     llm = GrammarCoder(reader=['update_wm("The cyan block is dirty")\n'],
                        writer=[state_text(cyan_block={"is": ["dirty"]})])

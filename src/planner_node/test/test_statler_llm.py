@@ -10,7 +10,7 @@ from monologue_domain.scene_spec import SceneSpec
 from monologue_domain.transcript import EventKind
 from planner_node.core.episode import EpisodeError
 from planner_node.core.runner import GoalRequest
-from planner_node.core.statler_code import PUT, parse_code
+from planner_node.core.strategies.statler.code import PUT, parse_code
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -17,16 +16,6 @@ from planner_node.core.episode import EpisodeError
 from planner_node.core.runner import GoalRequest
 
 TASK = "Put the blocks in their matching bowls."
-
-
-def matching(cands: Sequence[str], prompt: str) -> int:
-    """The first matching-bowl action not yet reported successful, else done."""
-    done = prompt.split(f"Human: {TASK}")[-1]
-    for i, c in enumerate(cands):
-        w = c.split()
-        if "bowl." in c and w[4] == w[-2] and c + "\nSuccess: True" not in done:
-            return i
-    return len(cands) - 1
 
 
 class _FullDisk:
@@ -65,7 +54,7 @@ def test_a_full_disk_stops_the_episode_before_the_robot_moves_and_says_why(
     before = world.snapshot()
     ports = world_ports(world)
     published: list[Event] = []
-    out = make_runner(scripted(matching), ports).execute(GoalRequest(TASK), on_event=published.append)
+    out = make_runner(scripted(scripted.matching_bowls), ports).execute(GoalRequest(TASK), on_event=published.append)
     # the episode stopped at the first event it could not record, and says why
     assert out.result.error == EpisodeError.INTERNAL_ERROR and not out.result.success
     assert "No space left on device" in out.result.reason and str(out.path) in out.result.reason
@@ -90,7 +79,7 @@ def test_a_full_disk_at_the_start_refuses_the_episode_with_the_reason(
     real_open = Transcript._open_append
     monkeypatch.setattr(Transcript, "_open_append", lambda self: _FullDisk(real_open(self), state, ""))
     ports = world_ports(TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True))
-    out = make_runner(scripted(matching), ports).execute(GoalRequest(TASK))
+    out = make_runner(scripted(scripted.matching_bowls), ports).execute(GoalRequest(TASK))
     assert out.result.error == EpisodeError.INTERNAL_ERROR and "No space left on device" in out.result.reason
     assert ports.executed == []
 
@@ -115,7 +104,7 @@ def test_a_line_cut_by_a_crash_is_skipped_with_a_warning_and_the_resumed_episode
         caplog: pytest.LogCaptureFixture) -> None:
     world = TabletopWorld.random(4, num_blocks=2, num_bowls=2, matching_bowls=True)
     ports = world_ports(world)
-    runner = make_runner(scripted(matching), ports)
+    runner = make_runner(scripted(scripted.matching_bowls), ports)
     path = tmp_path / "transcripts" / "crashed.jsonl"
     t = Transcript("crashed", path, header={"episode_id": "crashed", "instruction": TASK,
                                             "prompt_profile": "im_sim_object_success"})

@@ -2,11 +2,12 @@
 episode: the pieces around one executed skill (no rclpy)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from monologue_domain.transcript import EventKind
 
+from .episode import EpisodeError, EpisodeResult
 from .ports import SceneItem, SkillOption, SkillResult
 from .strategy import EpisodeContext
 
@@ -42,6 +43,35 @@ def pause_while_faulted(ep: EpisodeContext) -> str | None:
     if remaining is None and not ep.cancel.is_set():
         ep.transcript.append(EventKind.ERROR, "Resumed: the robot can move again", {"fault_cleared": fault})
     return remaining
+
+
+Ending = Callable[[EpisodeError, str], EpisodeResult]  # ends the episode (EpisodeContext.finish or a wrapper)
+
+
+def wait_out_fault(ep: EpisodeContext, end: Ending | None = None) -> EpisodeResult | None:
+    """Before a skill: `pause_while_faulted`; the episode's end (`end`, default `ep.finish`) if it was
+    cancelled meanwhile or the fault outlasted `options.fault_pause_s`, None to go on."""
+    end = end or ep.finish
+    fault = pause_while_faulted(ep)
+    if ep.cancel.is_set():
+        return end(EpisodeError.CANCELED, "cancelled while paused")
+    if fault is not None:
+        return end(EpisodeError.ROBOT_FAULT, f"the robot stayed faulted for {ep.options.fault_pause_s:.0f} s: {fault}")
+    return None
+
+
+def run_skill(ep: EpisodeContext, option: SkillOption, end: Ending | None = None) -> SkillResult | EpisodeResult:
+    """Wait out a robot fault, run the skill and count it (`ep.state.executed`): its result, or the
+    episode's end (cancelled while paused or during the skill, or the robot stayed faulted)."""
+    end = end or ep.finish
+    ended = wait_out_fault(ep, end)
+    if ended is not None:
+        return ended
+    result = execute(ep, option)
+    ep.state.executed += 1
+    if result.error_name == "CANCELED" or ep.cancel.is_set():
+        return end(EpisodeError.CANCELED, "cancelled during a skill")
+    return result
 
 
 def execute(ep: EpisodeContext, option: SkillOption) -> SkillResult:

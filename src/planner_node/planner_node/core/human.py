@@ -64,6 +64,16 @@ def is_stop_request(text: str, phrases: Sequence[str]) -> bool:
     return bool(said) and said in {norm(p) for p in phrases}
 
 
+def heard(ep: EpisodeContext) -> list[str]:
+    """What people said since the last look, each on one line (NULs cannot go into a transcript);
+    empty texts are dropped."""
+    human = ep.ports.human
+    if human is None:
+        return []
+    texts = (" ".join(text.replace("\x00", "").split()) for text in human.poll())
+    return [text for text in texts if text]
+
+
 def take_interjections(ep: EpisodeContext) -> list[str]:
     """Append what people said since the last step (a step boundary), if Human feedback is on."""
     taken: list[str] = []

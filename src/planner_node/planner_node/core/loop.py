@@ -3,23 +3,15 @@
 Each step: drain what people said, (re)describe the scene where the profile wants it, let the
 chooser pick the next line (scoring or generation), execute it, and append the feedback (Success,
 Scene) to the transcript. IM §3, SC Algorithm 1. Strategies call `run_closed_loop` with their
-chooser and options; every outcome ends the transcript (`finish`).
+chooser and options; every outcome the loop decides ends the transcript (`EpisodeContext.finish`);
+what escapes it (PlanningFailed, LLM and port errors, ...) is mapped by core.runner.run_episode.
 """
 from __future__ import annotations
 
-from monologue_domain.transcript import EventKind, TranscriptWriteError
-from monologue_llm.base import LLMError
+from monologue_domain.transcript import EventKind
 
 from . import feedback, human, scene_feedback
-from .episode import (
-    EpisodeError,
-    EpisodeResult,
-    InvalidEpisode,
-    PlanningFailed,
-    StepRecord,
-    finish,
-)
-from .ports import PortUnavailable
+from .episode import EpisodeError, EpisodeResult, InvalidEpisode
 from .strategy import EpisodeContext, StepChooser
 
 
@@ -38,102 +30,69 @@ def run_closed_loop(ep: EpisodeContext, choose: StepChooser) -> EpisodeResult:
     the transcript holds an interrupted episode and the loop continues after its last event,
     counting its steps."""
     transcript, profile, options = ep.transcript, ep.profile, ep.options
-    try:
-        check_episode(ep)
-    except InvalidEpisode as e:
-        return finish(transcript, EpisodeError.INVALID_GOAL, str(e), 0)
+    check_episode(ep)
     instruction = ep.instruction.strip()
-    steps: list[StepRecord] = []
-    executed = 0
-    try:
-        items = ep.ports.scene.describe()
-        cats = feedback.categories(items)
-        every_step = profile.objects_every_step and options.object_feedback
-        first_step = 1
-        goals: list[scene_feedback.SubGoal] = []
-        if ep.resume:
-            first_step = feedback.resume_episode(ep).first_step
-            goals = scene_feedback.recover_goals(ep, cats)
-        else:
-            if options.object_feedback and not every_step:
-                feedback.object_feedback(ep, items)
-            transcript.append(EventKind.HUMAN_INSTRUCTION, profile.instruction(instruction),
-                              {"instruction": instruction})
-        if options.scene_feedback and not ep.resume:
-            missing = scene_feedback.missing_scene_formats(profile)
-            if missing:
-                return finish(transcript, EpisodeError.INVALID_GOAL,
-                              f"prompt profile {profile.name} has no {missing} formats for "
-                              "Scene feedback (use im_sim_object_scene)", 0)
-            goals = scene_feedback.goal_state(ep, cats)
-        for step in range(first_step, options.max_steps + 1):
-            if ep.cancel.is_set():
-                return finish(transcript, EpisodeError.CANCELED, "cancelled", executed, steps)
-            interjected = human.take_interjections(ep)
-            stop = next((t for t in interjected if human.is_stop_request(t, options.stop_phrases)), None)
-            if stop is not None:
-                transcript.append(EventKind.ROBOT_THOUGHT, profile.done_line, {"done": True, "stop_request": stop})
-                return finish(transcript, EpisodeError.STOPPED_BY_HUMAN, f"a person asked to stop: {stop!r}",
-                              executed, steps)
-            if every_step:
-                if step > first_step:
-                    items = ep.ports.scene.describe()
-                    cats = feedback.categories(items)
-                feedback.object_feedback(ep, items)
-            record = choose(ep, step, cats)
-            steps.append(record)
-            if ep.on_step is not None:
-                ep.on_step(record)
-            chosen = record.chosen
-            if chosen.option is None:
-                transcript.append(EventKind.ROBOT_THOUGHT, chosen.text, {"done": True})
-                if "stop_marker" in profile.formats:  # IM Listing 2: `robot.stop()` then `STOP`
-                    transcript.append(EventKind.ROBOT_THOUGHT, profile.formats["stop_marker"], {"marker": True})
-                if interjected:
-                    return finish(transcript, EpisodeError.STOPPED_BY_HUMAN,
-                                  f"the planner stopped after a person said {interjected[-1]!r}", executed, steps)
-                return finish(transcript, EpisodeError.NONE, "the planner chose done", executed, steps)
-            opt = chosen.option
-            question = human.ask_or_continue(ep, step, chosen, record.suffix)
-            transcript.append(
-                EventKind.ROBOT_ACTION, chosen.text,
-                {"skill": opt.skill, "args": list(opt.args), "step": step,
-                 "llm_score": chosen.llm_score, "affordance": chosen.affordance,
-                 **({"suffix": "ask" if question else "continue"} if human.asks(ep) else {})},
-            )
-            if question:
-                transcript.append(EventKind.ROBOT_QUESTION, question, {"question": question, "step": step})
-            fault = feedback.pause_while_faulted(ep)
-            if ep.cancel.is_set():
-                return finish(transcript, EpisodeError.CANCELED, "cancelled while paused", executed, steps)
-            if fault is not None:
-                return finish(transcript, EpisodeError.ROBOT_FAULT,
-                              f"the robot stayed faulted for {options.fault_pause_s:.0f} s: {fault}", executed, steps)
-            result = feedback.execute(ep, opt)
-            executed += 1
-            if result.error_name == "CANCELED" or ep.cancel.is_set():
-                return finish(transcript, EpisodeError.CANCELED, "cancelled during a skill", executed, steps)
-            feedback.report_skill(ep, opt, result)
-            if question:
-                human.await_answer(ep, question)
-            if options.scene_feedback:
-                scene_feedback.progress(ep, goals)
-                if scene_feedback.thought(ep):
-                    return finish(transcript, EpisodeError.NONE, "the planner thought it was done", executed, steps)
-        return finish(transcript, EpisodeError.MAX_STEPS_REACHED, f"reached the step cap of {options.max_steps}",
-                      executed, steps)
-    except PlanningFailed as e:
-        if ep.cancel.is_set():  # e.g. cancelled while waiting for the robot to offer a move
-            return finish(transcript, EpisodeError.CANCELED, "cancelled", executed, steps)
-        return finish(transcript, EpisodeError.PLANNING_FAILED, str(e), executed, steps)
-    except LLMError as e:
-        ep.log.error("LLM failed: %s", e)
-        return finish(transcript, EpisodeError.LLM_FAILED, f"LLM failed: {e}", executed, steps)
-    except PortUnavailable as e:
-        ep.log.error("graph component unavailable: %s", e)
-        return finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), executed, steps)
-    except TranscriptWriteError as e:  # no record of what the robot does: stop before it does more
-        return finish(transcript, EpisodeError.INTERNAL_ERROR, f"stopped: {e}", executed, steps)
-    except Exception as e:  # a bug must still end the episode with its transcript saved
-        ep.log.exception("episode failed unexpectedly")
-        return finish(transcript, EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}", executed, steps)
+    items = ep.ports.scene.describe()
+    cats = feedback.categories(items)
+    every_step = profile.objects_every_step and options.object_feedback
+    first_step = 1
+    goals: list[scene_feedback.SubGoal] = []
+    if ep.resume:
+        first_step = feedback.resume_episode(ep).first_step
+        goals = scene_feedback.recover_goals(ep, cats)
+    else:
+        if options.object_feedback and not every_step:
+            feedback.object_feedback(ep, items)
+        transcript.append(EventKind.HUMAN_INSTRUCTION, profile.instruction(instruction),
+                          {"instruction": instruction})
+    if options.scene_feedback and not ep.resume:
+        missing = scene_feedback.missing_scene_formats(profile)
+        if missing:
+            raise InvalidEpisode(f"prompt profile {profile.name} has no {missing} formats for "
+                                 "Scene feedback (use im_sim_object_scene)")
+        goals = scene_feedback.goal_state(ep, cats)
+    for step in range(first_step, options.max_steps + 1):
+        if ep.cancel.is_set():
+            return ep.finish(EpisodeError.CANCELED, "cancelled")
+        interjected = human.take_interjections(ep)
+        stop = next((t for t in interjected if human.is_stop_request(t, options.stop_phrases)), None)
+        if stop is not None:
+            transcript.append(EventKind.ROBOT_THOUGHT, profile.done_line, {"done": True, "stop_request": stop})
+            return ep.finish(EpisodeError.STOPPED_BY_HUMAN, f"a person asked to stop: {stop!r}")
+        if every_step:
+            if step > first_step:
+                items = ep.ports.scene.describe()
+                cats = feedback.categories(items)
+            feedback.object_feedback(ep, items)
+        record = choose(ep, step, cats)
+        ep.record_step(record)
+        chosen = record.chosen
+        if chosen.option is None:
+            transcript.append(EventKind.ROBOT_THOUGHT, chosen.text, {"done": True})
+            if "stop_marker" in profile.formats:  # IM Listing 2: `robot.stop()` then `STOP`
+                transcript.append(EventKind.ROBOT_THOUGHT, profile.formats["stop_marker"], {"marker": True})
+            if interjected:
+                return ep.finish(EpisodeError.STOPPED_BY_HUMAN,
+                                 f"the planner stopped after a person said {interjected[-1]!r}")
+            return ep.finish(EpisodeError.NONE, "the planner chose done")
+        opt = chosen.option
+        question = human.ask_or_continue(ep, step, chosen, record.suffix)
+        transcript.append(
+            EventKind.ROBOT_ACTION, chosen.text,
+            {"skill": opt.skill, "args": list(opt.args), "step": step,
+             "llm_score": chosen.llm_score, "affordance": chosen.affordance,
+             **({"suffix": "ask" if question else "continue"} if human.asks(ep) else {})},
+        )
+        if question:
+            transcript.append(EventKind.ROBOT_QUESTION, question, {"question": question, "step": step})
+        result = feedback.run_skill(ep, opt)
+        if isinstance(result, EpisodeResult):
+            return result
+        feedback.report_skill(ep, opt, result)
+        if question:
+            human.await_answer(ep, question)
+        if options.scene_feedback:
+            scene_feedback.progress(ep, goals)
+            if scene_feedback.thought(ep):
+                return ep.finish(EpisodeError.NONE, "the planner thought it was done")
+    return ep.finish(EpisodeError.MAX_STEPS_REACHED, f"reached the step cap of {options.max_steps}")

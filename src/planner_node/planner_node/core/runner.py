@@ -1,6 +1,9 @@
 """The episode runner (no rclpy): goal -> options, resume of an interrupted episode, transcript
 header, human inbox, cancel watching, the strategy run and its result, post-task answers.
 
+`run_episode` is the one place where what escapes a strategy (InvalidEpisode, PlanningFailed, LLM
+and port errors, a failed transcript write, a bug) becomes the episode's outcome.
+
 The planner node only translates: ExecuteInstruction goals to `GoalRequest`, transcript events
 and step records to messages, `EpisodeOutcome` to the action result.
 """
@@ -12,13 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from monologue_domain.transcript import Event, StoredEpisode, Transcript, find_interrupted, new_episode_id
-from monologue_llm.base import LLMBackend
+from monologue_domain.transcript import (
+    Event,
+    StoredEpisode,
+    Transcript,
+    TranscriptWriteError,
+    find_interrupted,
+    new_episode_id,
+)
+from monologue_llm.base import LLMBackend, LLMError
 
 from . import strategies
-from .episode import EpisodeError, EpisodeOptions, EpisodeResult, StepRecord
+from .episode import EpisodeError, EpisodeOptions, EpisodeResult, InvalidEpisode, PlanningFailed, StepRecord
 from .human import HumanInbox, answer_question
-from .ports import HumanAsker, RobotStatusPort, ScenePort, SkillsPort, SuccessPort
+from .ports import HumanAsker, PortUnavailable, RobotStatusPort, ScenePort, SkillsPort, SuccessPort
 from .prompts import PromptProfile, load_profile
 from .settings import PlannerSettings
 from .strategy import EpisodeContext, Ports, Strategy
@@ -70,6 +80,30 @@ class EpisodeOutcome:
     @property
     def events(self) -> tuple[Event, ...]:
         return self.transcript.events if self.transcript is not None else ()
+
+
+def run_episode(strategy: Strategy, ep: EpisodeContext) -> EpisodeResult:
+    """Run `strategy` on `ep` to its end; what escapes it ends the transcript with its outcome,
+    counting the skills and steps the episode had (EpisodeContext.state)."""
+    try:
+        return strategy.run(ep)
+    except InvalidEpisode as e:
+        return ep.finish(EpisodeError.INVALID_GOAL, str(e))
+    except PlanningFailed as e:
+        if ep.cancel.is_set():  # e.g. cancelled while waiting for the robot to offer a move
+            return ep.finish(EpisodeError.CANCELED, "cancelled")
+        return ep.finish(EpisodeError.PLANNING_FAILED, str(e))
+    except LLMError as e:
+        ep.log.error("LLM failed: %s", e)
+        return ep.finish(EpisodeError.LLM_FAILED, f"LLM failed: {e}")
+    except PortUnavailable as e:
+        ep.log.error("graph component unavailable: %s", e)
+        return ep.finish(EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e))
+    except TranscriptWriteError as e:  # no record of what the robot does: stop before it does more
+        return ep.finish(EpisodeError.INTERNAL_ERROR, f"stopped: {e}")
+    except Exception as e:  # a bug must still end the episode with its transcript saved
+        ep.log.exception("episode failed unexpectedly")
+        return ep.finish(EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}")
 
 
 def episode_options(defaults: EpisodeOptions, goal: GoalRequest, strategy: Strategy) -> EpisodeOptions:
@@ -207,10 +241,10 @@ class EpisodeRunner:
             instruction=prepared.instruction, options=prepared.options, log=logging.getLogger("planner.monologue"),
             cancel=cancel, resume=prepared.resume,
             on_step=(lambda r: on_step(eid, r)) if on_step is not None else None,
-            strategy_settings=self.settings.strategy_settings)
+            settings=self.settings.strategy_settings)
         self.inbox.open(eid)
         try:
-            result = prepared.strategy.run(ep)
+            result = run_episode(prepared.strategy, ep)
         finally:
             self.inbox.close()
             stop_watch.set()

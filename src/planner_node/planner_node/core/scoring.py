@@ -127,10 +127,11 @@ def _goal(ep: EpisodeContext, categories: Mapping[str, str]) -> Goal:
         return Goal()
     if not (ep.options.success_feedback or ep.options.scene_feedback):
         return Goal()  # open loop: the goal check reads the success detector, which is feedback
-    key = ("goal", ep.instruction)
-    cached = ep.memo.get(key)
-    if isinstance(cached, Goal):
-        return cached
+    return ep.state.once(Goal, lambda: _read_goal(ep, categories))
+
+
+def _read_goal(ep: EpisodeContext, categories: Mapping[str, str]) -> Goal:
+    """The instruction's goal: parsed, or grounded by the LLM as `scoring.goal_grounding` says."""
     goal = parse_goal(ep.instruction, categories)
     grounding = ep.options.goal_grounding
     if not goal and grounding != "parser":
@@ -154,5 +155,4 @@ def _goal(ep: EpisodeContext, categories: Mapping[str, str]) -> Goal:
                                              calibrated=grounding == "llm_named_calibrated")
             ep.log.info("goal grounding: %r read as %r (%s) among %d of %d goals", ep.instruction, text,
                         goal.describe() if goal else "no goal", ranked, len(candidates))
-    ep.memo[key] = goal
     return goal

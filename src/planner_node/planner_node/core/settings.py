@@ -17,13 +17,14 @@ from monologue_common.core.settings import ParamReader, parameters_from_files
 from . import strategies
 from .episode import CALIBRATIONS, GENERATION_FALLBACKS, NORMALIZATIONS, EpisodeOptions
 from .goal_check import GOAL_CHECKS, GOAL_GROUNDINGS
+from .strategy import StrategySettings
 
 
 @dataclass(frozen=True)
 class PlannerSettings:
     """What the planner node runs with; `episode` holds the goal defaults (a goal's OPTION_DEFAULT)."""
 
-    strategy: str  # a registered strategy name (core.strategies.names())
+    strategy: str  # a strategy name (core.strategies.names()) or a dotted module path
     prompt_dir: Path  # directory of prompt profiles (config/prompts)
     prompt_profile: str  # default profile, a file <prompt_dir>/<name>.yaml
     transcript_dir: Path  # where episode transcripts (JSONL) are written
@@ -31,8 +32,8 @@ class PlannerSettings:
     skill_timeout_s: float  # s, for one skill to finish
     episode: EpisodeOptions  # default episode options (decoding is set per strategy)
     llm: Mapping[str, object]  # the `llm.*` block for monologue_llm.factory.make_backend_from_params
-    # a strategy's own block by strategy name: {"cape": CapeSettings} (planner.cape.*)
-    strategy_settings: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    # every family's own block (planner.cape.* -> CapeSettings, ...), by settings class
+    strategy_settings: StrategySettings = field(default_factory=StrategySettings)
     unused: tuple[str, ...] = ()  # parameters set but never read (typos; the node warns)
 
 
@@ -42,7 +43,12 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
     Raises ValueError listing every missing, mistyped or out-of-range parameter.
     """
     r = ParamReader(params, "planner")
-    strategy = r.string("strategy", choices=strategies.names())
+    strategy = r.string("strategy", nonempty=True)
+    decoding = "score"
+    try:  # a built-in name, an entry point or a dotted module path (which registers its own blocks)
+        decoding = strategies.get(strategy).decoding if strategy else decoding
+    except strategies.UnknownPluginError:
+        r.check(False, f"strategy: must be one of {list(strategies.names())} or a dotted module path, got {strategy!r}")
     prompt_dir = r.string("prompt_dir", nonempty=True)
     prompt_profile = r.string("prompt_profile", nonempty=True)
     transcript_dir = r.string("transcript_dir", nonempty=True)
@@ -63,14 +69,15 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         max_reprompts=r.integer("generation.max_reprompts", low=0),
         generation_fallback=r.string("generation.fallback", choices=GENERATION_FALLBACKS),
         max_tokens=r.integer("generation.max_tokens", low=1),
-        decoding=strategies.get(strategy).decoding if strategy in strategies.names() else "score",
+        decoding=decoding,
         answer_timeout_s=r.number("timeouts.answer", low=0.0, low_open=True),
         stop_phrases=r.strings("human.stop_phrases"),
         fault_pause_s=r.number("timeouts.fault_pause", low=0.0, low_open=True),
     )
     llm = r.section("llm")
     # every strategy's own block (config/monologue.yaml always sets them): a goal may pick any strategy
-    strategy_settings = {block: read(r, prompt_dir) for block, read in strategies.settings_readers().items()}
+    blocks = strategies.SETTINGS_BLOCKS.items().values()
+    strategy_settings = StrategySettings(block.read(r, prompt_dir) for block in blocks)
     r.check("backend" in llm, "llm.backend: missing (set it in config/*.yaml or with -p llm.backend:=...)")
     r.finish()
     return PlannerSettings(
@@ -82,7 +89,7 @@ def settings_from_parameters(params: Mapping[str, object]) -> PlannerSettings:
         skill_timeout_s=skill_timeout_s,
         episode=episode,
         llm=MappingProxyType(dict(llm)),
-        strategy_settings=MappingProxyType(strategy_settings),
+        strategy_settings=strategy_settings,
         unused=tuple(r.unused()),
     )
 

@@ -1,77 +1,50 @@
-"""Planner strategies by name: `register(name)` a factory, `get(name)` a strategy, `names()`.
+"""Planner strategies by name, in the plug-in registry of monologue_common (no rclpy).
 
-Every module of this package registers one strategy when imported, and every module of this package
-is imported below: adding a strategy is adding a module here (see docs/adding_a_strategy.md). A strategy
-with a parameter block of its own (e.g. `cape.*`) registers its reader with `register_settings`; the
-planner's settings read every registered block at start-up into `EpisodeContext.strategy_settings`.
+Every sub-package here is a strategy family (inner_monologue, saycan, cape, statler, multitalk) that
+registers its strategy names when imported; the registry imports them all the first time a name is
+looked up, so adding a family is adding a folder. A name may also be an entry point of the group
+`monologue.strategies` or a dotted module path importable from PYTHONPATH (a strategy outside this
+package, see docs/adding_a_strategy.md). A family with a parameter block of its own registers a
+`SettingsBlock` in SETTINGS_BLOCKS; the planner's settings read every block at start-up.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from collections.abc import Callable
-from typing import TypeVar
+from monologue_common.core.registry import Registry, UnknownPluginError
 
-from monologue_common.core.settings import ParamReader
+from ..strategy import Publication, SettingsBlock, Strategy, StrategyFactory
 
-from ..strategy import Strategy
-
-StrategyFactory = Callable[[], Strategy]
-F = TypeVar("F", bound=StrategyFactory)
-
-_REGISTRY: dict[str, StrategyFactory] = {}
-SettingsReader = Callable[[ParamReader, str], object]  # (the planner's reader, prompt_dir) -> settings
-_SETTINGS: dict[str, SettingsReader] = {}
+__all__ = ["SETTINGS_BLOCKS", "STRATEGIES", "UnknownPluginError", "get", "names", "publications"]
 
 
-def register_settings(block: str, reader: SettingsReader) -> None:
-    """Register the reader of a strategy's parameter block `block.*` (errors collected in the reader)."""
-    if _SETTINGS.get(block, reader) is not reader:
-        raise ValueError(f"settings block {block!r} is already registered")
-    _SETTINGS[block] = reader
+def _describe(factory: StrategyFactory) -> str:
+    return (factory.__doc__ or "").strip()
 
 
-def settings_readers() -> dict[str, SettingsReader]:
-    """Every registered parameter block and its reader."""
-    return dict(_SETTINGS)
-
-
-def register(name: str) -> Callable[[F], F]:
-    """Decorator: register `factory` (a Strategy class, or a function returning one) as `name`."""
-    if not name or name != name.strip():
-        raise ValueError(f"invalid strategy name {name!r}")
-
-    def add(factory: F) -> F:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
-            raise ValueError(f"strategy {name!r} is already registered")
-        _REGISTRY[name] = factory
-        return factory
-
-    return add
-
-
-def unregister(name: str) -> None:
-    """Remove `name` (tests that register a strategy of their own)."""
-    _REGISTRY.pop(name, None)
+STRATEGIES: Registry[StrategyFactory] = Registry("strategies", package=__name__, attribute="STRATEGY",
+                                                 describe=_describe)
+SETTINGS_BLOCKS: Registry[SettingsBlock] = Registry("strategy_settings", package=__name__)
 
 
 def get(name: str) -> Strategy:
-    """A new instance of the strategy registered as `name`; ValueError if there is none."""
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise ValueError(f"unknown strategy {name!r}; available: {names()}")
+    """A new instance of the strategy called `name`; UnknownPluginError (a ValueError) if there is none."""
+    try:
+        factory = STRATEGIES.get(name)
+    except UnknownPluginError as e:
+        detail = f" ({e})" if "." in name else ""  # why a module path did not load
+        raise UnknownPluginError(f"unknown strategy {name!r}; available: {names()}{detail}") from e
     return factory()
 
 
 def names() -> tuple[str, ...]:
-    """The registered strategy names, in registration order."""
-    return tuple(_REGISTRY)
+    """Every known strategy name (built-in families first)."""
+    return STRATEGIES.names()
 
 
-def _import_all() -> None:
-    """Import every module of this package (each registers its strategy), in name order."""
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        importlib.import_module(f"{__name__}.{info.name}")
-
-
-_import_all()
+def publications() -> tuple[Publication, ...]:
+    """What the known strategies publish beyond the transcript, one per topic."""
+    by_topic: dict[str, Publication] = {}
+    for factory in STRATEGIES.items().values():
+        declared: tuple[Publication, ...] = tuple(getattr(factory, "publications", ()))
+        for pub in declared:
+            by_topic.setdefault(pub.topic, pub)
+    return tuple(by_topic.values())

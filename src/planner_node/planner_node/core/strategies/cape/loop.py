@@ -1,4 +1,4 @@
-"""`cape`: CAPE, corrective actions from precondition errors (../shared/papers/cape.txt; no rclpy).
+"""CAPE's episode loop: corrective actions from precondition errors (../shared/papers/cape.txt; no rclpy).
 
 Per step: the LLM samples `cape.samples` free-form steps (temperature, presence penalty) after the
 demonstration most similar to the task; each admissible action is scored by its best sample (S_w =
@@ -30,10 +30,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from monologue_domain.transcript import EventKind
-from monologue_llm.base import LLMError, SamplingBackend
+from monologue_llm.base import SamplingBackend
 
-from ..cape_grounding import Embedder, Grounded, Grounder, Proposal, most_similar
-from ..cape_prompts import (
+from ...episode import EpisodeError, EpisodeResult, ScoredCandidate, StepRecord
+from ...feedback import wait_out_fault
+from ...human import is_stop_request, take_interjections
+from ...ports import SkillOption, SkillResult, SkillsPort
+from ...strategy import EpisodeContext
+from .grounding import Embedder, Grounded, Grounder, Proposal, most_similar
+from .prompts import (
     Attempt,
     CapeDomain,
     CorrectionExample,
@@ -41,15 +46,8 @@ from ..cape_prompts import (
     PlanEntry,
     clean_step,
     error_info,
-    load_domain,
 )
-from ..cape_settings import CapeSettings, read_cape_settings
-from ..episode import EpisodeError, EpisodeResult, ScoredCandidate, StepRecord, finish
-from ..feedback import pause_while_faulted
-from ..human import is_stop_request, take_interjections
-from ..ports import PortUnavailable, SkillOption, SkillResult, SkillsPort
-from ..strategy import EpisodeContext
-from . import register, register_settings
+from .settings import CapeSettings
 
 STOP = ("\n",)  # a step is one line
 TOP_CANDIDATES = 5  # candidates kept in events and step records
@@ -103,15 +101,13 @@ def correction_examples(domain: CapeDomain, embedder: Embedder, task: str, n: in
     return [pool[i] for i, _ in ranked[:n]]
 
 
-class _Run:
+class CapeEpisode:
     """One CAPE episode."""
 
     def __init__(self, ep: EpisodeContext, s: CapeSettings, domain: CapeDomain, embedder: Embedder) -> None:
         self.ep, self.s, self.domain, self.embedder = ep, s, domain, embedder
         self.task = ep.instruction.strip()
         self.requests = 0  # sampling requests so far (seed offset)
-        self.executed = 0
-        self.records: list[StepRecord] = []
         self.grounder: Grounder | None = None
         self.options: list[SkillOption | None] = []
 
@@ -159,9 +155,7 @@ class _Run:
                           for g in ranked[:TOP_CANDIDATES])
             record = StepRecord(step, cands, cands[0], f"cape_{s.score}", prompt_tokens, new_tokens, llm_s,
                                 time.monotonic() - t0)
-            self.records.append(record)
-            if self.ep.on_step is not None:
-                self.ep.on_step(record)
+            self.ep.record_step(record)
         return ranked
 
     def passes(self, g: Grounded) -> bool:
@@ -180,7 +174,7 @@ class _Run:
             "candidates": [[c.action, c.score] for c in ranked[:TOP_CANDIDATES]],
         })
         result = self.ep.ports.skills.execute(opt.skill, opt.args, self.ep.cancel)
-        self.executed += 1
+        self.ep.state.executed += 1
         return result
 
     def report_error(self, step: int, g: Grounded, result: SkillResult, correction: int) -> str:
@@ -206,7 +200,7 @@ class _Run:
             **({"score": g.score, "best": g.action, "sample": g.sample} if g is not None else {})})
 
     def finish(self, error: EpisodeError, reason: str) -> EpisodeResult:
-        return finish(self.ep.transcript, error, reason, self.executed, self.records)
+        return self.ep.finish(error, reason)
 
     # ---- the episode ---------------------------------------------------------------------------
     def run(self) -> EpisodeResult:
@@ -240,12 +234,9 @@ class _Run:
             chosen, correction = top, 0
             candidates = [g for g in ranked if self.options[g.index] is not None][: s.top_k]
             while True:
-                fault = pause_while_faulted(ep)
-                if ep.cancel.is_set():
-                    return self.finish(EpisodeError.CANCELED, "cancelled while paused")
-                if fault is not None:
-                    return self.finish(EpisodeError.ROBOT_FAULT,
-                                       f"the robot stayed faulted for {ep.options.fault_pause_s:.0f} s: {fault}")
+                ended = wait_out_fault(ep)
+                if ended is not None:
+                    return ended
                 result = self.act(step, chosen, ranked, correction)
                 if result.error_name == "CANCELED" or ep.cancel.is_set():
                     return self.finish(EpisodeError.CANCELED, "cancelled during a skill")
@@ -289,45 +280,3 @@ class _Run:
                                        f"unresolved precondition error at step {step}: {why}")
                 chosen = top
         return self.finish(EpisodeError.MAX_STEPS_REACHED, f"reached the step cap of {ep.options.max_steps}")
-
-
-register_settings("cape", read_cape_settings)
-
-
-@register("cape")
-class CapeStrategy:
-    """CAPE and its baselines (`planner.cape.method`); see the module docstring."""
-
-    name = "cape"
-    decoding = "generate"
-
-    def __init__(self, settings: CapeSettings | None = None, embedder: Embedder | None = None) -> None:
-        self._settings = settings
-        self._embedder = embedder
-
-    def run(self, episode: EpisodeContext) -> EpisodeResult:
-        ep = episode
-        s = self._settings or ep.strategy_settings.get("cape")
-        if not isinstance(s, CapeSettings):
-            return finish(ep.transcript, EpisodeError.INVALID_GOAL, "cape: no planner.cape settings", 0)
-        if not ep.instruction.strip():
-            return finish(ep.transcript, EpisodeError.INVALID_GOAL, "the instruction is empty", 0)
-        if ep.resume:
-            return finish(ep.transcript, EpisodeError.INVALID_GOAL, "cape cannot resume an interrupted episode", 0)
-        try:
-            domain = load_domain(s.prompt_dir, s.demonstrations)
-            embedder = self._embedder or make_embedder(s, ep.llm)
-        except (ValueError, LLMError) as e:
-            return finish(ep.transcript, EpisodeError.INVALID_GOAL, f"cape: {e}", 0)
-        run = _Run(ep, s, domain, embedder)
-        try:
-            return run.run()
-        except LLMError as e:
-            ep.log.error("LLM failed: %s", e)
-            return run.finish(EpisodeError.LLM_FAILED, f"LLM failed: {e}")
-        except PortUnavailable as e:
-            ep.log.error("graph component unavailable: %s", e)
-            return run.finish(EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e))
-        except Exception as e:  # a bug must still end the episode with its transcript saved
-            ep.log.exception("episode failed unexpectedly")
-            return run.finish(EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from monologue_common.core.settings import ParamReader
 
-from .role_llm import read_role_llm
+from ...role_llm import read_role_llm
 
 ABLATIONS = ("full", "no_analyzer")  # full pipeline | Planner + Simulator (M Fig. 4)
 ACCEPT_GATES = ("off", "ask")  # the person's acceptance before the simulator (M l.134 "accepted by the user")
@@ -46,12 +46,12 @@ class MultitalkSettings:
     # the Analyzer's own LLM block (the planner's `llm.*` with `multitalk.analyzer_llm.*` over it); {} = the
     # planner's LLM (M uses one GPT-4 for both roles; a second model gives the analysis an independent view)
     analyzer_llm: Mapping[str, object] = field(default_factory=dict)
-    # grammar-constrained decoding (core.multitalk_grammar): the Planner and Analyzer can only write their
+    # grammar-constrained decoding (grammar.py): the Planner and Analyzer can only write their
     # output formats; the Planner's coordinates are the perceived centres ("scene") or any numbers
     constrained: bool = False
     grammar_coordinates: str = "scene"  # one of GRAMMAR_COORDINATES
     grammar_plan: str = "pairs"  # one of GRAMMAR_PLANS
-    planner_decoding: str = "scored"  # one of PLANNER_DECODINGS (core.multitalk_scored)
+    planner_decoding: str = "scored"  # one of PLANNER_DECODINGS (scored.py)
     scored_calibration: bool = True  # scored: minus each line's score under the prompt with the task as "N/A"
 
     def prompt_path(self, role: str) -> Path:

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...episode import InvalidEpisode
+
 HEADER_PREFIX = "#%"
 _BLOCK = re.compile(r"^===\s*([a-z_]+)\s*===\s*$")
 USER = "User"
@@ -25,7 +27,11 @@ ANALYZER_STATIC = ("system", "input_format", "environment", "critic", "restricti
 ANALYZER_TURNS = ("query_first", "query_subsequent")
 
 
-class PromptFileError(Exception):
+class InvalidMultitalkEpisode(InvalidEpisode):
+    """Missing settings or prompt files, or no instruction (INVALID_GOAL)."""
+
+
+class PromptFileError(InvalidMultitalkEpisode):
     """A prompt file is missing, unreadable or lacks a block."""
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from monologue_common.core.settings import ParamReader
 
-from .role_llm import read_role_llm
+from ...episode import InvalidEpisode
+from ...role_llm import read_role_llm
 
 STRATEGIES = ("statler", "statler_unified", "statler_auto", "cap", "cap_cot")
 PROMPT_ROLES = ("reader", "writer", "auto_writer", "unified", "cap", "cap_cot")
@@ -33,7 +34,7 @@ class StatlerSettings:
     # statler, statler_auto: the writer's own LLM block (the planner's `llm.*` with `statler.writer_llm.*`
     # over it); empty = the writer uses the planner's backend
     writer_llm: Mapping[str, object] = field(default_factory=dict)
-    # grammar-constrained decoding of the reader's code (core.statler_grammar; not statler_unified)
+    # grammar-constrained decoding of the reader's code (grammar.py; not statler_unified)
     constrained: bool = False
     domain: str = ""  # statler.domain: a key of statler.domains whose prompt files replace statler.prompts
 
@@ -46,7 +47,11 @@ class StatlerSettings:
         return self.prompt_dir / f"{stem}.txt"
 
 
-class MissingPrompt(ValueError):
+class InvalidStatlerEpisode(InvalidEpisode):
+    """Missing settings or prompt files, or no query (INVALID_GOAL)."""
+
+
+class MissingPrompt(InvalidStatlerEpisode, ValueError):
     """The selected domain has no prompt file for a role its variant needs."""
 
 

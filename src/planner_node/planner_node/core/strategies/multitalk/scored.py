@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 from monologue_llm.base import LLMBackend
 
-from .multitalk_parsing import PLAN_HEADER
-from .multitalk_scene import LOCATION, Box, fmt
+from .parsing import PLAN_HEADER
+from .scene import LOCATION, Box, fmt
 
 HOME_LINE = "home() # the task is done"
 

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 
 from monologue_domain.transcript import EventKind
 
-from .episode import PlanningFailed, ScoredCandidate, StepRecord
-from .parsing import parse_action
-from .prompts import PromptProfile
-from .scoring import admissible_moves, score_step
-from .strategy import EpisodeContext
+from ...episode import PlanningFailed, ScoredCandidate, StepRecord
+from ...parsing import parse_action
+from ...prompts import PromptProfile
+from ...scoring import admissible_moves, score_step
+from ...strategy import EpisodeContext
 
 
 def generate_step(ep: EpisodeContext, step: int, categories: Mapping[str, str]) -> StepRecord:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .ports import SceneItem
+from ...ports import SceneItem
 
 STATE_HEADS = ("state", "world_state")
 _HEAD = re.compile(r"^\s*(?:#\s*)?(?:world_state|state)\s*=\s*", re.MULTILINE)

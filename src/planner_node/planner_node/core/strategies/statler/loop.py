@@ -6,7 +6,7 @@ the episode (Human feedback on; stop phrases end it). Per query (S l.134-136):
 1. the reader prompt: the variant's prompt file, then (statler*) the current state `# state = {...}`,
    (cap) `# objects = [...]` and the episode's earlier queries and code, (cap_cot) the initial state and
    that history; then `# query: <q>`;
-2. the reader's code is parsed against the whitelist (core.statler_code), never executed; code that is
+2. the reader's code is parsed against the whitelist (code.py), never executed; code that is
    not accepted is an ERROR event and a re-prompt (at most `statler.max_reprompts`), then the episode
    ends with PLANNING_FAILED;
 3. the calls run in order: put_first_on_second(a, b) -> skill `pick_place(a, b)` through the skills
@@ -28,26 +28,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from monologue_domain.transcript import Event, EventKind
-from monologue_llm.base import LLMBackend, LLMError, generate_constrained
+from monologue_llm.base import LLMBackend, generate_constrained
 
-from .episode import (
-    EpisodeError,
-    EpisodeResult,
-    PlanningFailed,
-    ScoredCandidate,
-    StepRecord,
-    finish,
-    one_line,
-)
-from .feedback import pause_while_faulted, report_skill
-from .human import is_stop_request
-from .ports import PortUnavailable, SceneItem, SkillOption
-from .role_llm import role_backend
-from .statler_code import CAP_FUNCTIONS, NOOP, PUT, SAY, STATLER_FUNCTIONS, UPDATE_WM, CodeRejected, Program, parse_code
-from .statler_grammar import Vocabulary, reader_grammar, unified_grammar, vocabulary_of, writer_grammar
-from .statler_settings import MissingPrompt, StatlerSettings
-from .statler_state import State, StateParseError, initial_state, parse_state, render_state, to_json
-from .strategy import EpisodeContext
+from ...episode import EpisodeError, EpisodeResult, PlanningFailed, ScoredCandidate, StepRecord, one_line
+from ...feedback import report_skill, run_skill
+from ...human import heard, is_stop_request
+from ...ports import SceneItem, SkillOption
+from ...role_llm import role_backend
+from ...strategy import EpisodeContext
+from .code import CAP_FUNCTIONS, NOOP, PUT, SAY, STATLER_FUNCTIONS, UPDATE_WM, CodeRejected, Program, parse_code
+from .grammar import Vocabulary, reader_grammar, unified_grammar, vocabulary_of, writer_grammar
+from .settings import InvalidStatlerEpisode, StatlerSettings
+from .state import State, StateParseError, initial_state, parse_state, render_state, to_json
 
 HEADER_PREFIX = "#%"  # prompt-file header lines (sources, gaps), not sent to the LLM
 TABLE = "table"
@@ -80,10 +72,6 @@ VARIANTS = {
 }
 
 
-class InvalidStatlerEpisode(Exception):
-    """Missing settings or prompt files, or no query (INVALID_GOAL)."""
-
-
 def load_prompt(path: Path) -> str:
     """A prompt file without its `#%` header lines; InvalidStatlerEpisode if it cannot be read."""
     try:
@@ -99,13 +87,6 @@ def load_prompt(path: Path) -> str:
 def split_queries(instruction: str) -> list[str]:
     """The queries of an instruction: its non-empty lines, whitespace collapsed."""
     return [" ".join(line.split()) for line in instruction.splitlines() if line.strip()]
-
-
-def settings_of(ep: EpisodeContext) -> StatlerSettings:
-    s = ep.strategy_settings.get("statler")
-    if not isinstance(s, StatlerSettings):
-        raise InvalidStatlerEpisode("the planner.statler.* parameters are missing (config/monologue.yaml)")
-    return s
 
 
 @dataclass
@@ -128,9 +109,11 @@ class _Run:
     writer_vocab: Vocabulary | None = None  # what the writer's demonstrations say (constrained decoding)
     kinds: list[str] = field(default_factory=list)  # categories of the movable objects ("block", "cup")
     mentioned: list[str] = field(default_factory=list)  # objects the person named that perception does not see
-    steps: list[StepRecord] = field(default_factory=list)
-    executed: int = 0
     on_table: dict[str, str] = field(default_factory=dict)  # table location -> block placed there
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        return self.ep.state.steps
 
     # -- prompts ---------------------------------------------------------------------------------
     def reader_input(self, query: str, notes: list[str]) -> str:
@@ -346,8 +329,8 @@ def _put(run: _Run, index: int, args: tuple[str, ...], source: str, prompt_token
     ep = run.ep
     obj, target = args
     if query_steps >= ep.options.max_steps:
-        return finish(ep.transcript, EpisodeError.MAX_STEPS_REACHED,
-                      f"query {index + 1} reached the step cap of {ep.options.max_steps}", run.executed, run.steps)
+        return ep.finish(EpisodeError.MAX_STEPS_REACHED,
+                         f"query {index + 1} reached the step cap of {ep.options.max_steps}")
     for loc, b in list(run.on_table.items()):  # the block leaves wherever "table" had put it
         if b == obj:
             del run.on_table[loc]
@@ -356,28 +339,18 @@ def _put(run: _Run, index: int, args: tuple[str, ...], source: str, prompt_token
     option = SkillOption("pick_place", (obj, place), 1.0)
     chosen = ScoredCandidate(source, option, 0.0, 0.0, 1.0, 0.0)
     record = StepRecord(len(run.steps) + 1, (chosen,), chosen, ep.options.normalization, prompt_tokens, 0, llm_s, 0.0)
-    run.steps.append(record)
-    if ep.on_step is not None:
-        ep.on_step(record)
+    ep.record_step(record)
     ep.transcript.append(EventKind.ROBOT_ACTION, source,
                          {"skill": option.skill, "args": list(option.args), "step": len(run.steps),
                           "query_index": index, "call": list(args)})
-    fault = pause_while_faulted(ep)
-    if ep.cancel.is_set():
-        return finish(ep.transcript, EpisodeError.CANCELED, "cancelled while paused", run.executed, run.steps)
-    if fault is not None:
-        return finish(ep.transcript, EpisodeError.ROBOT_FAULT,
-                      f"the robot stayed faulted for {ep.options.fault_pause_s:.0f} s: {fault}",
-                      run.executed, run.steps)
-    result = ep.ports.skills.execute(option.skill, option.args, ep.cancel)
-    run.executed += 1
-    if result.error_name == "CANCELED" or ep.cancel.is_set():
-        return finish(ep.transcript, EpisodeError.CANCELED, "cancelled during a skill", run.executed, run.steps)
+    result = run_skill(ep, option)
+    if isinstance(result, EpisodeResult):
+        return result
     report_skill(replace(ep, options=replace(ep.options, success_feedback=False)), option, result)
     if not result.ok:
-        return finish(ep.transcript, EpisodeError.PLANNING_FAILED,
-                      f"query {index + 1}: {source} failed ({result.error_name}); the state no longer matches the "
-                      "world", run.executed, run.steps)
+        return ep.finish(EpisodeError.PLANNING_FAILED,
+                         f"query {index + 1}: {source} failed ({result.error_name}); the state no longer matches "
+                         "the world")
     return None
 
 
@@ -394,7 +367,7 @@ def run_query(run: _Run, index: int, query: str) -> EpisodeResult | None:
     moves = 0
     for call in program.calls:
         if ep.cancel.is_set():
-            return finish(ep.transcript, EpisodeError.CANCELED, "cancelled", run.executed, run.steps)
+            return ep.finish(EpisodeError.CANCELED, "cancelled")
         if call.function == PUT:
             ended = _put(run, index, call.args, call.source, prompt_tokens, llm_s, moves)
             if ended is not None:
@@ -442,13 +415,7 @@ def _restore(ep: EpisodeContext, run: _Run) -> int:
 
 def _take_queries(ep: EpisodeContext, run: _Run) -> str | None:
     """People's interjections become queries (Human feedback on); a stop phrase is returned."""
-    human = ep.ports.human
-    if human is None:
-        return None
-    for text in human.poll():
-        text = " ".join(text.replace("\x00", "").split())  # NULs cannot go into a transcript
-        if not text:
-            continue
+    for text in heard(ep):
         if not ep.options.human_feedback:
             ep.log.warning("Human feedback is off; ignoring %r", text)
             continue
@@ -460,74 +427,50 @@ def _take_queries(ep: EpisodeContext, run: _Run) -> str | None:
 
 
 def run_statler(ep: EpisodeContext, variant: Variant) -> EpisodeResult:
-    """Run one Statler-family episode (see the module docstring); every outcome ends the transcript."""
+    """Run one Statler-family episode (see the module docstring); every outcome it decides ends the
+    transcript (what escapes is mapped by core.runner.run_episode)."""
     transcript = ep.transcript
-    run: _Run | None = None
-    try:
-        s = settings_of(ep)
-        queries = split_queries(ep.instruction)
-        if not queries:
-            raise InvalidStatlerEpisode("the instruction has no query")
-        reader = load_prompt(s.prompt_path(variant.reader))
-        writer = load_prompt(s.prompt_path(variant.writer)) if variant.writer else ""
-    except (InvalidStatlerEpisode, MissingPrompt) as e:
-        return finish(transcript, EpisodeError.INVALID_GOAL, str(e), 0)
-    try:
-        items: list[SceneItem] = ep.ports.scene.describe()
-        init = initial_state(items)
-        run = _Run(ep, variant, s, reader, writer, list(init["objects"]),
-                   [i.name for i in items if i.category == "location"], init, dict(init), list(queries))
-        run.movable = movable_objects(ep, items, run.objects)
-        run.kinds = sorted({i.category for i in items if _key(i.name) in {_key(m) for m in run.movable}})
-        if variant.writer:
-            run.writer_llm = role_backend(ep.llm, s.writer_llm, "Statler writer", ep.log)
-        first = 0
-        if ep.resume:
-            first = _restore(ep, run)
-        else:
-            transcript.append(EventKind.SCENE_OBJECTS, f"# objects = {json.dumps(run.objects, ensure_ascii=False)}",
-                              {"objects": run.objects, "statler_variant": variant.name,
-                               "prompts": {r: s.prompts[r] for r in (variant.reader, variant.writer) if r},
-                               "reader_llm": ep.llm.name,
-                               "writer_llm": (run.writer_llm or ep.llm).name if variant.writer else ""})
-            if variant.keeps_state:
-                run.record_state(-1, "initial state from the scene")
-        index = first
-        while True:
-            if ep.cancel.is_set():
-                return finish(transcript, EpisodeError.CANCELED, "cancelled", run.executed, run.steps)
-            stop = _take_queries(ep, run)
-            if stop is not None:
-                return finish(transcript, EpisodeError.STOPPED_BY_HUMAN, f"a person asked to stop: {stop!r}",
-                              run.executed, run.steps)
-            if index >= len(run.queries):
-                break
-            query = run.queries[index]
-            run.mentioned = mentioned_objects(run.queries[: index + 1], run.kinds, [*run.objects, *run.locations])
-            kind = EventKind.HUMAN_INSTRUCTION if index < len(queries) else EventKind.HUMAN_INTERJECTION
-            transcript.append(kind, query, {"statler": "query", "query": query, "query_index": index,
-                                            "instruction": query})
-            ended = run_query(run, index, query)
-            if ended is not None:
-                return ended
-            index += 1
-        return finish(transcript, EpisodeError.NONE, f"answered {len(run.queries)} queries", run.executed, run.steps)
-    except PlanningFailed as e:
-        return finish(transcript, EpisodeError.PLANNING_FAILED, str(e), _executed(run), _steps(run))
-    except LLMError as e:
-        ep.log.error("LLM failed: %s", e)
-        return finish(transcript, EpisodeError.LLM_FAILED, f"LLM failed: {e}", _executed(run), _steps(run))
-    except PortUnavailable as e:
-        ep.log.error("graph component unavailable: %s", e)
-        return finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), _executed(run), _steps(run))
-    except Exception as e:  # a bug must still end the episode with its transcript saved
-        ep.log.exception("episode failed unexpectedly")
-        return finish(transcript, EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}", _executed(run), _steps(run))
-
-
-def _executed(run: _Run | None) -> int:
-    return run.executed if run is not None else 0
-
-
-def _steps(run: _Run | None) -> list[StepRecord]:
-    return run.steps if run is not None else []
+    s = ep.settings.get(StatlerSettings)
+    queries = split_queries(ep.instruction)
+    if not queries:
+        raise InvalidStatlerEpisode("the instruction has no query")
+    reader = load_prompt(s.prompt_path(variant.reader))
+    writer = load_prompt(s.prompt_path(variant.writer)) if variant.writer else ""
+    items: list[SceneItem] = ep.ports.scene.describe()
+    init = initial_state(items)
+    run = _Run(ep, variant, s, reader, writer, list(init["objects"]),
+               [i.name for i in items if i.category == "location"], init, dict(init), list(queries))
+    run.movable = movable_objects(ep, items, run.objects)
+    run.kinds = sorted({i.category for i in items if _key(i.name) in {_key(m) for m in run.movable}})
+    if variant.writer:
+        run.writer_llm = role_backend(ep.llm, s.writer_llm, "Statler writer", ep.log)
+    first = 0
+    if ep.resume:
+        first = _restore(ep, run)
+    else:
+        transcript.append(EventKind.SCENE_OBJECTS, f"# objects = {json.dumps(run.objects, ensure_ascii=False)}",
+                          {"objects": run.objects, "statler_variant": variant.name,
+                           "prompts": {r: s.prompts[r] for r in (variant.reader, variant.writer) if r},
+                           "reader_llm": ep.llm.name,
+                           "writer_llm": (run.writer_llm or ep.llm).name if variant.writer else ""})
+        if variant.keeps_state:
+            run.record_state(-1, "initial state from the scene")
+    index = first
+    while True:
+        if ep.cancel.is_set():
+            return ep.finish(EpisodeError.CANCELED, "cancelled")
+        stop = _take_queries(ep, run)
+        if stop is not None:
+            return ep.finish(EpisodeError.STOPPED_BY_HUMAN, f"a person asked to stop: {stop!r}")
+        if index >= len(run.queries):
+            break
+        query = run.queries[index]
+        run.mentioned = mentioned_objects(run.queries[: index + 1], run.kinds, [*run.objects, *run.locations])
+        kind = EventKind.HUMAN_INSTRUCTION if index < len(queries) else EventKind.HUMAN_INTERJECTION
+        transcript.append(kind, query, {"statler": "query", "query": query, "query_index": index,
+                                        "instruction": query})
+        ended = run_query(run, index, query)
+        if ended is not None:
+            return ended
+        index += 1
+    return ep.finish(EpisodeError.NONE, f"answered {len(run.queries)} queries")

@@ -1,5 +1,5 @@
 """GBNF grammars of MultiTalk's answers (no rclpy), built from the parser's own constants
-(core.multitalk_parsing), so every string a grammar admits parses (test_multitalk_grammar.py).
+(parsing.py), so every string a grammar admits parses (test_multitalk_grammar.py).
 
 Planner: exactly one of `Step-by-step Instructions:` with lines `k: action # reasoning` numbered 1, 2, ...
 (actions move((x, y, z)) / grasp((x, y, z)) / home(), coordinates in m: either any numbers or, with
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from monologue_llm.gbnf import Chars, Named, Node, Rep, alt, lit_choice, opt, render, seq
 
-from .multitalk_parsing import FEASIBLE, PLAN_HEADER, QUESTIONS_HEADER, RERUN, VERBS
+from .parsing import FEASIBLE, PLAN_HEADER, QUESTIONS_HEADER, RERUN, VERBS
 
 MAX_STEPS = 8  # plan lines the Planner grammar admits (2 blocks: 5)
 MAX_QUESTIONS = 3  # question lines

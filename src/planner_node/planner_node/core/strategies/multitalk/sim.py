@@ -23,9 +23,9 @@ from monologue_domain.kinematic_world import KinematicObject, TabletopWorld
 from monologue_domain.skills import SkillRejected
 from monologue_domain.tabletop import LOCATIONS
 
-from .multitalk_parsing import PlanStep
-from .multitalk_scene import LOCATION, Box, out_of_bounds
-from .ports import Workspace
+from ...ports import Workspace
+from .parsing import PlanStep
+from .scene import LOCATION, Box, out_of_bounds
 
 PICK_PLACE = "pick_place"
 STACK_Z_TOLERANCE = 0.005  # m: a move onto an object (not a bowl) must aim at least this close to its top

@@ -1,5 +1,5 @@
 """GBNF grammars of the Statler reader's (and CaP's) code and of the writer's state (no rclpy). The reader's
-is built from core.statler_code's whitelist, so every string it admits parses with `parse_code`; the
+is built from code.py's whitelist, so every string it admits parses with `parse_code`; the
 writer's keeps the state's objects and uses only the attributes of its prompt's demonstration states, and
 every string it admits parses with `parse_state` (test_grammars.py).
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from monologue_llm.gbnf import Chars, Lit, Named, Node, Rep, alt, lit_choice, opt, render, seq
 
-from .statler_code import NOOP, PUT, SAY, UPDATE_WM
+from .code import NOOP, PUT, SAY, UPDATE_WM
 
 MAX_LINES = 8  # lines of code and THINK comments
 TEXT_CHARS = 120  # longest say / update_wm / THINK text (characters)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from monologue_domain.tabletop import WORKSPACE_X, WORKSPACE_Y
 
-from .ports import SceneItem, Workspace
+from ...ports import SceneItem, Workspace
 
 LOCATION = "location"
 Vec3 = tuple[float, float, float]

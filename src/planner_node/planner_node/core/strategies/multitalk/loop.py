@@ -14,7 +14,7 @@
      resubmitted unchanged after comments is accepted without asking again (M l.231-233). Ablation
      `no_analyzer` (Planner + Simulator, M Fig. 4) skips the Analyzer.
 3. An accepted plan: the person's acceptance (accept_gate `ask`), then the simulator stage
-   (core.multitalk_sim); an error goes back in the Simulator Feedback template; only an error-free
+   (sim.py); an error goes back in the Simulator Feedback template; only an error-free
    plan runs on the robot, as pick_place skills through the skills port.
 The loop ends after max_rounds Planner answers (PLANNING_FAILED). Every message and stage is a
 typed transcript event whose data holds `multitalk: <stage>`.
@@ -27,13 +27,16 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from monologue_domain.transcript import EventKind
-from monologue_llm.base import LLMBackend, LLMError, generate_constrained
+from monologue_llm.base import LLMBackend, generate_constrained
 
-from .episode import EpisodeError, EpisodeResult, PlanningFailed, ScoredCandidate, StepRecord, finish, one_line
-from .feedback import pause_while_faulted, report_skill
-from .human import is_stop_request
-from .multitalk_grammar import analyzer_grammar, planner_grammar
-from .multitalk_parsing import (
+from ...episode import EpisodeError, EpisodeResult, PlanningFailed, ScoredCandidate, StepRecord, one_line
+from ...feedback import report_skill, run_skill
+from ...human import heard, is_stop_request
+from ...ports import SkillOption, Workspace, WorkspaceSource
+from ...role_llm import role_backend
+from ...strategy import EpisodeContext
+from .grammar import analyzer_grammar, planner_grammar
+from .parsing import (
     PERCEPTION,
     QUESTIONS,
     AnalyzerVerdict,
@@ -42,18 +45,18 @@ from .multitalk_parsing import (
     parse_analyzer_output,
     parse_planner_output,
 )
-from .multitalk_prompts import (
+from .prompts import (
     ANALYZER_STATIC,
     ANALYZER_TURNS,
     PLANNER_STATIC,
     PLANNER_TURNS,
     Conversation,
+    InvalidMultitalkEpisode,
     PromptFile,
-    PromptFileError,
     fill,
     load_prompt_file,
 )
-from .multitalk_scene import (
+from .scene import (
     LOCATION,
     Box,
     fmt,
@@ -64,28 +67,14 @@ from .multitalk_scene import (
     serialise_relations,
     table_workspace,
 )
-from .multitalk_scored import scored_plan, target_point
-from .multitalk_settings import MultitalkSettings
-from .multitalk_sim import SimResult, SkillCall, simulate
-from .ports import PortUnavailable, SkillOption, Workspace, WorkspaceSource
-from .role_llm import role_backend
-from .strategy import EpisodeContext
+from .scored import scored_plan, target_point
+from .settings import MultitalkSettings
+from .sim import SimResult, SkillCall, simulate
 
 STAGE = "multitalk"  # the key of every event's data naming its stage
 APPROVING_ANSWERS = frozenset({"y", "yes", "ok", "okay", "approve", "approved", "go", "go ahead"})  # as the arm's gate
 NO_ANSWER = "(no answer)"
 T = TypeVar("T")
-
-
-class InvalidMultitalkEpisode(Exception):
-    """Missing settings or prompt files, or no instruction (INVALID_GOAL)."""
-
-
-def settings_of(ep: EpisodeContext) -> MultitalkSettings:
-    s = ep.strategy_settings.get("multitalk")
-    if not isinstance(s, MultitalkSettings):
-        raise InvalidMultitalkEpisode("the planner.multitalk.* parameters are missing (config/monologue.yaml)")
-    return s
 
 
 def is_approval(answer: str) -> bool:
@@ -105,8 +94,6 @@ class _Run:
     planner: Conversation | None = None
     analyzer: Conversation | None = None
     qa: list[tuple[str, str]] = field(default_factory=list)  # (question, answer)
-    steps: list[StepRecord] = field(default_factory=list)
-    executed: int = 0
     llm_s: float = 0.0
     prompt_tokens: int = 0
     analyzer_llm: LLMBackend | None = None  # the Analyzer's own backend (None: the planner's, ep.llm)
@@ -115,6 +102,14 @@ class _Run:
     counts: dict[str, int] = field(default_factory=lambda: {
         "planner_rounds": 0, "analyzer_rounds": 0, "analyzer_rejections": 0, "question_rounds": 0,
         "perception_reruns": 0, "simulator_rejections": 0, "plans_accepted": 0, "reprompts": 0})
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        return self.ep.state.steps
+
+    @property
+    def executed(self) -> int:
+        return self.ep.state.executed
 
     def values(self) -> dict[str, str]:
         return {"robot": self.s.robot_name, "bounds": render_bounds(self.workspace, self.s.digits)}
@@ -203,7 +198,7 @@ def _ask(run: _Run, conv: Conversation, message: str, max_tokens: int, role: str
 
 
 def _scored_answer(run: _Run, llm: LLMBackend, prompt: str) -> str:
-    """The Planner's plan chosen line by line by scoring (core.multitalk_scored); every scored line goes
+    """The Planner's plan chosen line by line by scoring (scored.py); every scored line goes
     to the transcript, and a plan rejected earlier in the episode is not written again."""
     graspable = [b for b in run.boxes if b.category not in (LOCATION, "bowl")]
     baseline = prompt.replace(run.task, "N/A") if run.s.scored_calibration and run.task in prompt else None
@@ -331,21 +326,12 @@ def _execute(run: _Run, sim: SimResult) -> EpisodeResult:
             f"Robot action: {call.skill}({', '.join(call.args)})"
         chosen = ScoredCandidate(text, option, 0.0, 0.0, 1.0, 0.0)
         record = StepRecord(len(run.steps) + 1, (chosen,), chosen, "none", run.prompt_tokens, 0, run.llm_s, 0.0)
-        run.steps.append(record)
-        if ep.on_step is not None:
-            ep.on_step(record)
+        ep.record_step(record)
         run.event(EventKind.ROBOT_ACTION, text, "execute", skill=call.skill, args=list(call.args),
                   plan_steps=list(call.steps), step=len(run.steps))
-        fault = pause_while_faulted(ep)
-        if ep.cancel.is_set():
-            return _end(run, EpisodeError.CANCELED, "cancelled while paused")
-        if fault is not None:
-            return _end(run, EpisodeError.ROBOT_FAULT,
-                        f"the robot stayed faulted for {ep.options.fault_pause_s:.0f} s: {fault}")
-        result = ep.ports.skills.execute(call.skill, call.args, ep.cancel)
-        run.executed += 1
-        if result.error_name == "CANCELED" or ep.cancel.is_set():
-            return _end(run, EpisodeError.CANCELED, "cancelled during a skill")
+        result = run_skill(ep, option, end=lambda error, reason: _end(run, error, reason))
+        if isinstance(result, EpisodeResult):
+            return result
         report_skill(ep, option, result)
         if not result.ok:
             return _end(run, EpisodeError.PLANNING_FAILED,
@@ -357,18 +343,12 @@ def _execute(run: _Run, sim: SimResult) -> EpisodeResult:
 def _end(run: _Run, error: EpisodeError, reason: str) -> EpisodeResult:
     run.event(EventKind.ROBOT_THOUGHT, "MultiTalk: " + ", ".join(f"{k} {v}" for k, v in run.counts.items()),
               "summary", counts=dict(run.counts), ablation=run.s.ablation)
-    return finish(run.ep.transcript, error, reason, run.executed, run.steps)
+    return run.ep.finish(error, reason)
 
 
 def _interjections(run: _Run) -> str | None:
     """Drain the inbox at a round boundary: a stop phrase is returned; other words are recorded only."""
-    human = run.ep.ports.human
-    if human is None:
-        return None
-    for text in human.poll():
-        text = " ".join(text.replace("\x00", "").split())  # NULs cannot go into a transcript
-        if not text:
-            continue
+    for text in heard(run.ep):
         stop = is_stop_request(text, run.ep.options.stop_phrases)
         run.event(EventKind.HUMAN_INTERJECTION, f"Human: {text}", "interjection", text=text, stop_request=stop)
         if stop:
@@ -377,24 +357,20 @@ def _interjections(run: _Run) -> str | None:
 
 
 def run_multitalk(ep: EpisodeContext) -> EpisodeResult:
-    """Run one MultiTalk episode (see the module docstring); every outcome ends the transcript."""
-    transcript = ep.transcript
+    """Run one MultiTalk episode (see the module docstring); every outcome it decides ends the
+    transcript (what escapes is mapped by core.runner.run_episode)."""
+    s = ep.settings.get(MultitalkSettings)
+    if ep.resume:
+        raise InvalidMultitalkEpisode("resuming an interrupted MultiTalk episode is not supported")
+    task = " ".join(ep.instruction.split())
+    if not task:
+        raise InvalidMultitalkEpisode("the instruction is empty")
+    planner_file = load_prompt_file(s.prompt_path("planner"), PLANNER_STATIC + PLANNER_TURNS)
+    analyzer_file = load_prompt_file(s.prompt_path("analyzer"), ANALYZER_STATIC + ANALYZER_TURNS)
+    workspace, source = _workspace(ep)
+    ep.log.info("MultiTalk bounds from %s", source)
+    run = _Run(ep, s, planner_file, analyzer_file, task, workspace)
     try:
-        s = settings_of(ep)
-        if ep.resume:
-            raise InvalidMultitalkEpisode("resuming an interrupted MultiTalk episode is not supported")
-        task = " ".join(ep.instruction.split())
-        if not task:
-            raise InvalidMultitalkEpisode("the instruction is empty")
-        planner_file = load_prompt_file(s.prompt_path("planner"), PLANNER_STATIC + PLANNER_TURNS)
-        analyzer_file = load_prompt_file(s.prompt_path("analyzer"), ANALYZER_STATIC + ANALYZER_TURNS)
-    except (InvalidMultitalkEpisode, PromptFileError) as e:
-        return finish(transcript, EpisodeError.INVALID_GOAL, str(e), 0)
-    run: _Run | None = None
-    try:
-        workspace, source = _workspace(ep)
-        ep.log.info("MultiTalk bounds from %s", source)
-        run = _Run(ep, s, planner_file, analyzer_file, task, workspace)
         if s.ablation == "full":
             run.analyzer_llm = role_backend(ep.llm, s.analyzer_llm, "MultiTalk analyzer", ep.log)
         _perceive(run, "start")
@@ -404,21 +380,9 @@ def run_multitalk(ep: EpisodeContext) -> EpisodeResult:
                      if run.analyzer_llm is not None and run.analyzer_llm is not ep.llm else {}))
         return _loop(run)
     except _Canceled:
-        assert run is not None
         return _end(run, EpisodeError.CANCELED, "cancelled")
-    except PlanningFailed as e:
-        if run is None:
-            return finish(transcript, EpisodeError.PLANNING_FAILED, str(e), 0)
+    except PlanningFailed as e:  # with the round counts (what else escapes: core.runner.run_episode)
         return _end(run, EpisodeError.PLANNING_FAILED, str(e))
-    except LLMError as e:
-        ep.log.error("LLM failed: %s", e)
-        return finish(transcript, EpisodeError.LLM_FAILED, f"LLM failed: {e}", _executed(run), _steps(run))
-    except PortUnavailable as e:
-        ep.log.error("graph component unavailable: %s", e)
-        return finish(transcript, EpisodeError.SKILL_SERVER_UNAVAILABLE, str(e), _executed(run), _steps(run))
-    except Exception as e:  # a bug must still end the episode with its transcript saved
-        ep.log.exception("episode failed unexpectedly")
-        return finish(transcript, EpisodeError.INTERNAL_ERROR, f"internal error: {e!r}", _executed(run), _steps(run))
 
 
 def _loop(run: _Run) -> EpisodeResult:
@@ -493,14 +457,6 @@ def _rejected(run: _Run) -> None:
     differs from it (after the Analyzer's comments the same plan may come back and be deferred to)."""
     if run.plan_lines and run.plan_lines not in run.rejected_plans:
         run.rejected_plans.append(run.plan_lines)
-
-
-def _executed(run: _Run | None) -> int:
-    return run.executed if run is not None else 0
-
-
-def _steps(run: _Run | None) -> list[StepRecord]:
-    return run.steps if run is not None else []
 
 
 __all__ = ["STAGE", "InvalidMultitalkEpisode", "is_approval", "run_multitalk"]
