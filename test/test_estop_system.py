@@ -1,24 +1,18 @@
-"""Issue 20 R4, short version of benchmarks/reliability/estop_latency.py: 20 e-stops of a real skills node
+"""Issue 20 R4, short version of monologue_eval/reliability/estop_latency.py: 20 e-stops of a real skills node
 over DDS (the fake UR5e behind ur_rtde's API, and the MuJoCo tabletop), each mid-motion. Every one must stop
 the arm (stopL / zero commanded velocity) and stay latched until `estop_reset`; the latency is printed, not
 asserted (the benchmark measures it on an idle machine)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[1]
 TRIALS = 20
 
 
 @pytest.fixture(scope="module")
 def estop() -> object:
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from benchmarks.reliability import estop_latency
+    from monologue_eval.reliability import estop_latency
 
     return estop_latency
 

@@ -77,7 +77,7 @@ DEFAULT_INSTRUCTION = "Put the blocks in their matching bowls."
 CAMERA_PERCEPTION: dict[str, dict[str, str]] = {
     "perception": {"source": "camera", "detector": "oracle", "refresh_timeout": "8.0"},
     # the success detector waits longer for a scene than perception may take to process a fresh frame
-    "success_detector": {"strategy": "tabletop", "scene_timeout": "10.0"},
+    "success_detector": {"judge": "tabletop", "scene_timeout": "10.0"},
     # rendering and processing 640x480 RGB-D on 2 busy cores delays goal answers past the default 10 s
     # (a fresh-clone CI run under load: execute_skill's goal answered after more than 10 s)
     "planner": {"timeouts.service": "30.0"},

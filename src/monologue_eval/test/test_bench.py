@@ -10,14 +10,7 @@ import pytest
 import yaml
 
 from monologue_domain.tasks import FAMILIES, TaskScene
-from monologue_eval.bench import (
-    CassetteTail,
-    _string_list,
-    goal_options,
-    main,
-    scene_overrides,
-    static_overrides,
-)
+from monologue_eval.bench import main
 from monologue_eval.core.benchmark import (
     PAPER_TABLE1,
     VARIANTS,
@@ -49,6 +42,8 @@ from monologue_eval.core.report import (
     settings_text,
     write_chart,
 )
+from monologue_eval.harness import CassetteTail
+from monologue_eval.suites.table1 import _string_list, goal_options, scene_overrides, static_overrides
 
 REPO = Path(__file__).resolve().parents[3]
 LOG = logging.getLogger("test.bench")

@@ -31,7 +31,7 @@ from monologue_eval.core.kitchen_bench import (
     transcript_events,
 )
 from monologue_eval.core.kitchen_report import IM_VARIANTS, SAYCAN_VARIANTS, score_episode
-from monologue_eval.kitchen_bench import write_kitchen_report
+from monologue_eval.suites._kitchen import write_kitchen_report
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from monologue_eval.core.multitalk_bench import Row, planner_params, summary_counts, table
-from monologue_eval.multitalk_bench import parse_args
+from monologue_eval.suites.multitalk import parse_args
 
 
 def test_variants_and_counts() -> None:

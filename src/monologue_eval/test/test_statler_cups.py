@@ -102,7 +102,7 @@ def test_the_embedded_models_answers_from_the_cassette() -> None:
 def test_llm_overrides_reach_the_cup_games_backend_and_others_are_refused() -> None:
     import pytest
 
-    from monologue_eval.statler_bench import apply_llm_overrides
+    from monologue_eval.suites.statler_cups import apply_llm_overrides
 
     llm: dict = {"n_threads": 0, "transformers": {"device": "cpu"}}
     apply_llm_overrides(llm, ["planner:llm.n_threads=1", "planner:llm.transformers.device=cuda"])

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from monologue_domain.tasks import FAMILIES, reword, sample_task
-from monologue_eval.bench import FAMILY_SLOTS, wordings_path
 from monologue_eval.core.benchmark import MIN_WORDINGS, ResultStore, Settings, load_wordings
+from monologue_eval.suites.table1 import FAMILY_SLOTS, wordings_path
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 

@@ -52,12 +52,12 @@ from monologue_vision.images import decode_color, decode_depth  # noqa: E402
 from perception_node.camera_source import CameraSource  # noqa: E402
 from perception_node.core import geometry as g  # noqa: E402
 from perception_node.core import synthetic as s  # noqa: E402
-from perception_node.core.detectors import (  # noqa: E402
+from perception_node.core.memory import ObjectMemory  # noqa: E402
+from perception_node.core.object_detectors import (  # noqa: E402
     GroundTruthObject,
     OracleDetector,
     make_detector,
 )
-from perception_node.core.memory import ObjectMemory  # noqa: E402
 from perception_node.core.pipeline import Frame, PerceptionPipeline  # noqa: E402
 from perception_node.core.settings import CameraSettings, settings_from_parameters  # noqa: E402
 from tabletop_sim.core.arm import ArmController  # noqa: E402

@@ -20,7 +20,8 @@ import logging
 import statistics
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from monologue_bringup.graph import default_config_dir
 from monologue_domain.kinematic_world import TabletopWorld
@@ -28,14 +29,25 @@ from monologue_domain.transcript import Transcript
 from monologue_llm.base import CandidateScore, Generation, ScoreResult
 from monologue_llm.llama_cpp_backend import LlamaCppBackend
 from monologue_llm.model_files import embedded_model_path
-from planner_node.core.episode import StepRecord
-from planner_node.core.monologue import InnerMonologue
+from planner_node.core import strategies
+from planner_node.core.episode import EpisodeOptions, EpisodeResult, StepRecord
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
 from planner_node.core.prompts import PromptProfile, load_profile
+from planner_node.core.runner import run_episode
 from planner_node.core.settings import episode_defaults
-from skills_node.core.backend import SimBackend
+from planner_node.core.strategy import EpisodeContext
+from planner_node.core.strategy import Ports as PlannerPorts
+from skills_node.robots.kinematic.core.backend import SimBackend
 
 LOG = logging.getLogger("bench")
+
+
+def run_im(llm: Any, ports: Any, profile: PromptProfile, instruction: str, options: EpisodeOptions,
+           transcript: Transcript, on_step: Callable[[StepRecord], None]) -> EpisodeResult:
+    """One `inner_monologue` episode over `ports` (skills, scene and success), run as the planner's runner does."""
+    ep = EpisodeContext(llm, PlannerPorts(ports, ports, ports), profile, transcript, instruction, options, LOG,
+                        on_step=on_step)
+    return run_episode(strategies.get("inner_monologue"), ep)
 
 
 class FreeScorer:
@@ -76,10 +88,10 @@ class Ports:
 
 def overhead(profile: PromptProfile, steps: int) -> None:
     ports = Ports(TabletopWorld.random(1, num_blocks=4, num_bowls=3))
-    records = []
-    im = InnerMonologue(FreeScorer(), ports, ports, ports, profile, LOG, on_step=records.append)
+    records: list[StepRecord] = []
     t0 = time.perf_counter()
-    res = im.run("Stack all the blocks.", episode_defaults(default_config_dir(), max_steps=steps), Transcript("bench"))
+    res = run_im(FreeScorer(), ports, profile, "Stack all the blocks.",
+                 episode_defaults(default_config_dir(), max_steps=steps), Transcript("bench"), records.append)
     total = time.perf_counter() - t0
     per_step = [r.step_s - r.llm_s for r in records]
     print(f"[1] planner overhead per step (no LLM compute), {res.steps_taken} steps: "
@@ -102,7 +114,7 @@ def episode_prompts(profile: PromptProfile, steps: int) -> list[tuple[str, list[
     return out
 
 
-MODES = {"no reuse": {"reuse_prefix": False}, "reuse": {}, "tree": {"tree_scoring": True}}
+MODES: dict[str, dict[str, Any]] = {"no reuse": {"reuse_prefix": False}, "reuse": {}, "tree": {"tree_scoring": True}}
 TOKEN_TARGET = 0.15  # tokens evaluated per step / prompt tokens, after the first step
 CANDIDATE_TARGET = 3.0  # scoring 20 candidates / generating one action line
 EPISODE_TARGET_S = 20.0  # wall of a 3-step matching-bowls episode
@@ -185,10 +197,9 @@ def episode(profile: PromptProfile, threads: int, episodes: int, modes: Sequence
             world = TabletopWorld.from_spec(SceneSpec(colours, colours), seed=seed)
             ports = WorldPorts(world)
             records: list[StepRecord] = []
-            im = InnerMonologue(llm, ports, ports, ports, profile, LOG, on_step=records.append)
             t0 = time.perf_counter()
-            im.run("Put the blocks in their matching bowls.",
-                   episode_defaults(default_config_dir(), max_steps=15), Transcript(f"bench-{seed}"))
+            run_im(llm, ports, profile, "Put the blocks in their matching bowls.",
+                   episode_defaults(default_config_dir(), max_steps=15), Transcript(f"bench-{seed}"), records.append)
             wall = time.perf_counter() - t0
             done = all(world.is_on(f"{c} block", f"{c} bowl") for c in colours)
             moves = sum(r.chosen.option is not None for r in records)

@@ -10,12 +10,14 @@ import hashlib
 import json
 import logging
 import math
-import os
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from .store import InfrastructureError as InfrastructureError  # re-exported (core/store.py)
+from .store import RecordStore, Runner, run_pending
+from .store import SettingsMismatch as SettingsMismatch  # re-exported
 
 K_STEPS = 15  # IM §4.1: "We use k=15."
 PAPER_EPISODES = 50  # IM Table 1: "averaged across 50 episodes"
@@ -231,65 +233,11 @@ def episode_seed(base_seed: int, task: str, index: int, attempt: int = 0) -> int
 
 
 # ----- resumable store --------------------------------------------------------------------------
-class SettingsMismatch(ValueError):
-    """The output directory holds a run with other settings."""
-
-
-class ResultStore:
-    """`<out>/run.json` (settings) and `<out>/episodes.jsonl` (one finished episode per line).
-
-    Each line is flushed and fsynced, so after a crash every finished episode is kept and a truncated
-    last line is skipped on loading.
-    """
+class ResultStore(RecordStore[EpisodeRecord]):
+    """`<out>/run.json` (Settings) and `<out>/episodes.jsonl` (one EpisodeRecord per line; core/store.py)."""
 
     def __init__(self, out_dir: Path, logger: logging.Logger | None = None) -> None:
-        self.out = out_dir
-        self.run_file = out_dir / "run.json"
-        self.episodes_file = out_dir / "episodes.jsonl"
-        self.log = logger or logging.getLogger("bench.store")
-
-    def open(self, settings: Settings) -> bool:
-        """Create the directory or check that it belongs to a run with these settings.
-
-        Returns True when earlier results exist (a resumed run)."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        mine = asdict(settings)
-        if self.run_file.is_file():
-            theirs = json.loads(self.run_file.read_text(encoding="utf-8")).get("settings", {})
-            defaults = {f.name: f.default for f in fields(Settings)}  # runs from before a field existed
-            diff = {k: (theirs.get(k, defaults[k]), v) for k, v in mine.items() if theirs.get(k, defaults[k]) != v}
-            if diff:
-                raise SettingsMismatch(
-                    f"{self.out} holds a run with other settings (theirs, ours): {diff}; "
-                    "use another --out or the same settings")
-            return self.episodes_file.is_file()
-        self.run_file.write_text(json.dumps({"settings": mine, "created": time.time()}, indent=2) + "\n",
-                                 encoding="utf-8")
-        return False
-
-    def load(self) -> list[EpisodeRecord]:
-        """Finished episodes; a later line for the same episode replaces an earlier one."""
-        if not self.episodes_file.is_file():
-            return []
-        by_key: dict[EpisodeKey, EpisodeRecord] = {}
-        with open(self.episodes_file, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = EpisodeRecord.from_json(json.loads(line))
-                except (json.JSONDecodeError, TypeError) as e:
-                    self.log.warning("%s:%d: skipping an unreadable line (%s)", self.episodes_file, lineno, e)
-                    continue
-                by_key[rec.key] = rec
-        return sorted(by_key.values(), key=lambda r: r.key)
-
-    def append(self, rec: EpisodeRecord) -> None:
-        line = json.dumps(rec.to_json(), ensure_ascii=False)
-        with open(self.episodes_file, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        super().__init__(out_dir, EpisodeRecord.from_json, logger)
 
 
 # ----- statistics --------------------------------------------------------------------------------
@@ -403,18 +351,7 @@ def split_wall_time(wall_s: float, llm_s: float, motion_s: float) -> tuple[float
 
 
 # ----- the loop -------------------------------------------------------------------------------------
-class InfrastructureError(RuntimeError):
-    """The graph failed (a node died, a service never answered): not an outcome of the planner."""
-
-
-class EpisodeRunner(Protocol):
-    def run(self, key: EpisodeKey) -> EpisodeRecord:
-        """Run one episode; raise InfrastructureError when the graph, not the planner, failed."""
-        ...
-
-    def recover(self) -> None:
-        """Restart whatever is needed after an InfrastructureError."""
-        ...
+EpisodeRunner = Runner[EpisodeKey, EpisodeRecord]
 
 
 @dataclass
@@ -458,35 +395,24 @@ def run_benchmark(
     An InfrastructureError is retried `retries` times after `runner.recover()`; then it propagates,
     and a rerun with the same store continues from there.
     """
-    earlier = {r.key: r for r in store.load()}
     wanted = set(plan)
     progress = Progress(total=len(plan))
-    for r in earlier.values():
+    for r in store.load():
         if r.key in wanted:
             progress.done += 1
             progress.successes += int(r.reward)
-    pending = [k for k in plan if k not in earlier]
     if progress.done:
         logger.info("resuming: %d of %d episodes already done", progress.done, len(plan))
     on_progress(progress, None)
-    for key in pending:
-        t0 = time.monotonic()
-        for attempt in range(retries + 1):
-            try:
-                rec = runner.run(key)
-                break
-            except InfrastructureError as e:
-                if attempt == retries:
-                    raise
-                logger.warning("%s: %s; restarting the graph and retrying", key, e)
-                runner.recover()
-        store.append(rec)
-        earlier[key] = rec
+
+    def count(rec: EpisodeRecord, seconds: float) -> None:
         progress.done += 1
         progress.successes += int(rec.reward)
-        progress.session_s.append(time.monotonic() - t0)
+        progress.session_s.append(seconds)
         on_progress(progress, rec)
-    return [earlier[k] for k in plan]
+
+    done = run_pending(plan, store, runner, logger, count, retries)
+    return [done[k] for k in plan]
 
 
 def _duration(s: float) -> str:

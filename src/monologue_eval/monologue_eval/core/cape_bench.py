@@ -23,10 +23,7 @@ Metrics (CAPE §IV, C l.161-171; requirements_statler_cape_multitalk.md §2.3), 
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -49,7 +46,7 @@ from monologue_domain.kitchen.household import (
 from monologue_domain.kitchen.skills import PROPOSITIONS
 from monologue_domain.kitchen.state import HELD, KitchenState
 
-from .benchmark import SettingsMismatch
+from .store import RecordStore
 
 CAPE_SUITE = "cape"
 CAPE_ROBOT = "sim_household"
@@ -501,53 +498,11 @@ def rescore(rec: CapeRecord, task: CapeTask) -> CapeRecord:
     return CapeRecord(**{**{k: getattr(rec, k) for k in rec.__dataclass_fields__}, "episode": ep})
 
 
-class CapeStore:
-    """`<out>/run.json` (settings) and `<out>/episodes.jsonl` (one finished episode per line, fsynced;
-    an unreadable line is skipped, a later line for the same episode wins)."""
+class CapeStore(RecordStore[CapeRecord]):
+    """`<out>/run.json` (settings) and `<out>/episodes.jsonl` (one CapeRecord per line; core/store.py)."""
 
     def __init__(self, out_dir: Path, logger: logging.Logger | None = None) -> None:
-        self.out = out_dir
-        self.run_file = out_dir / "run.json"
-        self.episodes_file = out_dir / "episodes.jsonl"
-        self.log = logger or logging.getLogger("bench.cape_store")
-
-    def open(self, settings: CapeSettings) -> bool:
-        """Create the directory or check it holds a run with these settings; True when resuming."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        mine = asdict(settings)
-        if self.run_file.is_file():
-            theirs = json.loads(self.run_file.read_text(encoding="utf-8")).get("settings", {})
-            diff = {k: (theirs.get(k), v) for k, v in mine.items() if theirs.get(k) != v}
-            if diff:
-                raise SettingsMismatch(f"{self.out} holds a run with other settings (theirs, ours): {diff}; "
-                                       "use another --out or the same settings")
-            return self.episodes_file.is_file()
-        self.run_file.write_text(json.dumps({"settings": mine, "created": time.time()}, indent=2) + "\n",
-                                 encoding="utf-8")
-        return False
-
-    def load(self) -> list[CapeRecord]:
-        if not self.episodes_file.is_file():
-            return []
-        by_key: dict[CapeKey, CapeRecord] = {}
-        with open(self.episodes_file, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = CapeRecord.from_json(json.loads(line))
-                except (json.JSONDecodeError, TypeError, KeyError) as e:
-                    self.log.warning("%s:%d: skipping an unreadable line (%s)", self.episodes_file, lineno, e)
-                    continue
-                by_key[rec.key] = rec
-        return sorted(by_key.values(), key=lambda r: r.key)
-
-    def append(self, rec: CapeRecord) -> None:
-        line = json.dumps(rec.to_json(), ensure_ascii=False)
-        with open(self.episodes_file, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        super().__init__(out_dir, CapeRecord.from_json, logger or logging.getLogger("bench.cape_store"))
 
 
 __all__ = ["CAPE_ROBOT", "CAPE_SUITE", "CAPE_VARIANTS", "PAPER_TABLES", "TASK_SETS", "AttemptRec", "CapeEpisode",

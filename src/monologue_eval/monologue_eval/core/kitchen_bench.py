@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,8 +16,8 @@ from typing import Any
 
 from monologue_domain.kitchen.suites import Instruction, Suite, start_placements
 
-from .benchmark import SettingsMismatch
 from .kitchen_report import CONDITIONS, IM_VARIANTS, SAYCAN_VARIANTS, KitchenEpisode
+from .store import RecordStore
 
 KITCHEN_SUITES = ("saycan", "im_kitchen")
 KITCHEN_ROBOT = "sim_kitchen"
@@ -220,53 +218,11 @@ class KitchenRecord:
         return cls(**fields)
 
 
-class KitchenStore:
-    """`<out>/run.json` (settings) and `<out>/episodes.jsonl` (one finished episode per line, fsynced;
-    a truncated last line is skipped on loading, a later line for the same episode wins)."""
+class KitchenStore(RecordStore[KitchenRecord]):
+    """`<out>/run.json` (settings) and `<out>/episodes.jsonl` (one KitchenRecord per line; core/store.py)."""
 
     def __init__(self, out_dir: Path, logger: logging.Logger | None = None) -> None:
-        self.out = out_dir
-        self.run_file = out_dir / "run.json"
-        self.episodes_file = out_dir / "episodes.jsonl"
-        self.log = logger or logging.getLogger("bench.kitchen_store")
-
-    def open(self, settings: KitchenSettings) -> bool:
-        """Create the directory or check it holds a run with these settings; True when resuming."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        mine = asdict(settings)
-        if self.run_file.is_file():
-            theirs = json.loads(self.run_file.read_text(encoding="utf-8")).get("settings", {})
-            diff = {k: (theirs.get(k), v) for k, v in mine.items() if theirs.get(k) != v}
-            if diff:
-                raise SettingsMismatch(f"{self.out} holds a run with other settings (theirs, ours): {diff}; "
-                                       "use another --out or the same settings")
-            return self.episodes_file.is_file()
-        self.run_file.write_text(json.dumps({"settings": mine, "created": time.time()}, indent=2) + "\n",
-                                 encoding="utf-8")
-        return False
-
-    def load(self) -> list[KitchenRecord]:
-        if not self.episodes_file.is_file():
-            return []
-        by_key: dict[KitchenKey, KitchenRecord] = {}
-        with open(self.episodes_file, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = KitchenRecord.from_json(json.loads(line))
-                except (json.JSONDecodeError, TypeError, KeyError) as e:
-                    self.log.warning("%s:%d: skipping an unreadable line (%s)", self.episodes_file, lineno, e)
-                    continue
-                by_key[rec.key] = rec
-        return sorted(by_key.values(), key=lambda r: r.key)
-
-    def append(self, rec: KitchenRecord) -> None:
-        line = json.dumps(rec.to_json(), ensure_ascii=False)
-        with open(self.episodes_file, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        super().__init__(out_dir, KitchenRecord.from_json, logger or logging.getLogger("bench.kitchen_store"))
 
 
 __all__ = ["DISTURBANCE_RATES", "IM_SUITE_VARIANTS", "KITCHEN_ROBOT", "KITCHEN_SUITES", "SAYCAN_SUITE_VARIANTS",

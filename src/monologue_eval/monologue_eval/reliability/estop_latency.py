@@ -1,7 +1,7 @@
 """R4 (issue 20): e-stop latency over DDS, from `true` on `estop` (std_msgs/Bool) to the arm stopping.
 
 Two real skills nodes, each its own process on an isolated ROS_DOMAIN_ID:
-- `ur5e` against the fake UR5e behind ur_rtde's API (skills_node.testing.fake_rtde): the latency ends when
+- `ur5e` against the fake UR5e behind ur_rtde's API (skills_node.robots.ur5e.testing.fake_rtde): the latency ends when
   `stopL` (or `stopJ`) reaches the controller (the fake logs every command with its wall time);
 - `sim` with the MuJoCo tabletop (tabletop_sim, perception for the scene): the latency ends at the first
   `joint_states` sample (published at 100 Hz here, so up to 10 ms of it is sampling) whose commanded joint
@@ -10,7 +10,7 @@ Every trial starts a pick_place, waits until the arm moves, publishes the e-stop
 latch (robot/status `estop_latched`, a new skill refused with ESTOP_ACTIVE and nothing sent), resets it
 (`estop_reset`) and, on the fake UR5e, homes the arm. Target: p99 <= 50 ms, latched until reset.
 
-    python -m benchmarks.reliability.estop_latency [--trials 200] [--backend ur5e|sim|both]
+    python -m monologue_eval.reliability.estop_latency [--trials 200] [--backend ur5e|sim|both]
 """
 from __future__ import annotations
 
@@ -29,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file: make `benchmarks` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from benchmarks.reliability.common import CONFIG, Row
+from monologue_eval.reliability.common import CONFIG, Row
 
 TARGET_P99_MS = 50.0
 SKILL_TIMEOUT_S = 30.0
@@ -225,6 +223,15 @@ def _check_latched(probe: _Probe, moved: Callable[[], bool], *skill: str) -> str
     return "" if not moved() else "the arm moved during the latch"
 
 
+def _each_trial(trials: int, one: Callable[[int], None], label: str, out: Trials,
+                progress: Callable[[str], None]) -> None:
+    """`one(i)` for i in 0..trials-1, with a progress line every 20 trials."""
+    for i in range(trials):
+        one(i)
+        if (i + 1) % 20 == 0:
+            progress(f"  {label}: {i + 1}/{trials}: {out.summary()}")
+
+
 def run_ur5e(trials: int, progress: Callable[[str], None] = print) -> Trials:
     """`trials` e-stops of the skills node's ur5e backend against the fake UR5e (ur_rtde API)."""
     out = Trials("ur5e (fake RTDE): estop -> stopL")
@@ -234,7 +241,7 @@ def run_ur5e(trials: int, progress: Callable[[str], None] = print) -> Trials:
         env["MONOLOGUE_FAKE_RTDE"] = json.dumps({"time_scale": 1.0, "objects": [
             {"name": n, "x": x, "y": y, "size": s} for n, _c, x, y, s in OBJECTS]})
         env["MONOLOGUE_FAKE_RTDE_LOG"] = str(log.path)
-        params = {"skills": {"ur5e.rtde_factory": "skills_node.testing.fake_rtde:factories_from_env",
+        params = {"skills": {"ur5e.rtde_factory": "skills_node.robots.ur5e.testing.fake_rtde:factories_from_env",
                              "ur5e.probe": "false", "ur5e.grip_delay": "0.05", "ur5e.release_delay": "0.05",
                              "status_rate": "10.0"}}
         with _graph("ur5e", ["skills"], params, env) as sup:
@@ -244,10 +251,7 @@ def run_ur5e(trials: int, progress: Callable[[str], None] = print) -> Trials:
                 probe.publish_scene()
                 assert probe.skill.wait_for_server(timeout_sec=60.0), "no execute_skill"
                 _wait("robot/status ok", lambda: bool(probe.status) and probe.status[-1].ok, 60.0)
-                for i in range(trials):
-                    _rtde_trial(probe, log, out)
-                    if (i + 1) % 20 == 0:
-                        progress(f"  ur5e: {i + 1}/{trials}: {out.summary()}")
+                _each_trial(trials, lambda _i: _rtde_trial(probe, log, out), "ur5e", out, progress)
             finally:
                 out.wall_s = time.monotonic() - t_start
                 probe.close()
@@ -305,10 +309,8 @@ def run_sim(trials: int, progress: Callable[[str], None] = print) -> Trials:
             bowls = [n for n, c in names if c == "bowl"]
             assert probe.skill.wait_for_server(timeout_sec=60.0), "no execute_skill"
             _wait("robot/status ok", lambda: bool(probe.status) and probe.status[-1].ok, 60.0)
-            for i in range(trials):
-                _sim_trial(probe, blocks[i % len(blocks)], bowls[i % len(bowls)], out)
-                if (i + 1) % 20 == 0:
-                    progress(f"  sim: {i + 1}/{trials}: {out.summary()}")
+            _each_trial(trials, lambda i: _sim_trial(probe, blocks[i % len(blocks)], bowls[i % len(bowls)], out), "sim",
+                        out, progress)
         finally:
             out.wall_s = time.monotonic() - t_start
             probe.close()

@@ -16,7 +16,7 @@ joint path leaving the workspace (checked at the arm every half JOINT_PATH_STEP,
 Spot goals beyond the distance limit and velocity commands beyond the duration limit (must be 0);
 refusals without a reason (must be 0); errors other than a refusal (protective stops of the fake UR5e).
 
-    python -m benchmarks.reliability.r2_motion [--targets N]
+    python -m monologue_eval.reliability.r2_motion [--targets N]
 """
 # ruff: noqa: E402
 from __future__ import annotations
@@ -31,12 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common import CONFIG, Row, use_source_tree
-
-use_source_tree()
-
 from monologue_common.core.settings import ParamReader, parameters_from_files
-from skills_node.backends._arm import read_limits
 from skills_node.core.arm import (
     ArmError,
     ArmStatus,
@@ -46,8 +41,11 @@ from skills_node.core.arm import (
     TcpPose,
     motion_duration,
 )
+from skills_node.core.arm_settings import read_limits
 from skills_node.core.kinematics import forward_kinematics
 from skills_node.core.safety import JOINT_PATH_STEP, SafeArm, SafetyLimits
+
+from .common import CONFIG, Row
 
 LOG = logging.getLogger("reliability.r2")
 DOWN = (math.pi, 0.0, 0.0)  # rad, rotation vector: tool down
@@ -341,8 +339,8 @@ def run_sim(n: int, seed: int) -> Tally:
 
 
 def run_ur5e(n: int, seed: int) -> Tally:
-    from skills_node.core.ur5e_rtde import EndEffectorIO, RtdeArm, RtdeArmConfig, UrPorts
-    from skills_node.testing.fake_rtde import FakeUrController
+    from skills_node.robots.ur5e.core.rtde import EndEffectorIO, RtdeArm, RtdeArmConfig, UrPorts
+    from skills_node.robots.ur5e.testing.fake_rtde import FakeUrController
 
     lim = limits_of("ur5e")
     offset = (0.0, 0.0, 0.16, 0.0, 0.0, 0.0)
@@ -394,8 +392,8 @@ def run_ur5e(n: int, seed: int) -> Tally:
 
 
 def run_spot(n: int, seed: int) -> Tally:
-    from skills_node.core.spot import PASSWORD_ENV, USERNAME_ENV, SpotCredentials, SpotRobot, SpotSettings
-    from skills_node.testing.fake_spot import FakeSpot, mobility_params
+    from skills_node.robots.spot.core.robot import PASSWORD_ENV, USERNAME_ENV, SpotCredentials, SpotRobot, SpotSettings
+    from skills_node.robots.spot.testing.fake_spot import FakeSpot, mobility_params
 
     p = robot_params("spot")
     lin, ang, reach, walk, move_s = (float(p[f"spot.{k}"]) for k in (  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ module runs them and turns each outcome into a table row:
 - core tests (milliseconds): a full disk while the transcript is written, a cut last line, a killed
   recorder's bag, and the tests that existed before issue 20 for the same faults.
 
-    python -m benchmarks.reliability.faults [--no-system]
+    python -m monologue_eval.reliability.faults [--no-system]
 """
 from __future__ import annotations
 
@@ -22,9 +22,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: make `benchmarks` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from benchmarks.reliability.common import REPO, Row
+from monologue_eval.reliability.common import REPO, Row
 
 
 @dataclass(frozen=True)

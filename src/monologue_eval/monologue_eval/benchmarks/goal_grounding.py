@@ -1,6 +1,6 @@
 """How the planner's goal grounding (`planner.scoring.goal_grounding`) reads a list of wordings.
 
-    . scripts/env.sh && nice python -m benchmarks.goal_grounding [--wordings dev|heldout|original]
+    . scripts/env.sh && nice python -m monologue_eval.benchmarks.goal_grounding [--wordings dev|heldout|original]
                                                                   [--scenes 3] [--threads 1]
 
 For every text of the list (`dev`: config/benchmarks/wordings_dev.yaml, the list to choose a method on;
@@ -18,10 +18,11 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Mapping
-from pathlib import Path
+from functools import partial
 
 import yaml
 
+from monologue_bringup.graph import default_config_dir
 from monologue_domain.tabletop import LOCATIONS
 from monologue_domain.tasks import FAMILIES, TaskInstance, reword, sample_task
 from monologue_llm.llama_cpp_backend import LlamaCppBackend
@@ -30,9 +31,8 @@ from planner_node.core.goal_check import NO_GOAL, Goal, goal_candidates, ground_
 from planner_node.core.goal_examples import GOAL_EXAMPLES_K, goal_head, retrieve
 from planner_node.core.prompts import PromptProfile, load_profile
 
-REPO = Path(__file__).resolve().parents[1]
-LISTS = {"dev": REPO / "config" / "benchmarks" / "wordings_dev.yaml",
-         "heldout": REPO / "config" / "benchmarks" / "wordings.yaml"}
+CONFIG = default_config_dir()
+LISTS = {"dev": CONFIG / "benchmarks" / "wordings_dev.yaml", "heldout": CONFIG / "benchmarks" / "wordings.yaml"}
 RULES = ("llm", "llm_named", "llm_named_calibrated", "llm_named_retrieved")
 
 
@@ -56,6 +56,11 @@ def wanted(task: TaskInstance, cands: list[str], profile: PromptProfile, cats: M
     return NO_GOAL
 
 
+def place_text(profile: PromptProfile, cats: Mapping[str, str], obj: str, target: str) -> str:
+    """The profile's pick-and-place step text for (obj, target)."""
+    return profile.skill_text("pick_place", (obj, target), cats)
+
+
 def same(a: Goal, b: Goal) -> bool:
     return set(a.facts) == set(b.facts) and set(a.tower) == set(b.tower) and a.base == b.base
 
@@ -66,7 +71,7 @@ def main() -> None:
     ap.add_argument("--scenes", type=int, default=3, help="scenes per family and wording (default 3)")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1)")
     ns = ap.parse_args()
-    profile = load_profile(REPO / "config" / "prompts", "im_sim_object_success")
+    profile = load_profile(CONFIG / "prompts", "im_sim_object_success")
     texts: dict[str, list[str | None]] = (
         {f: [None] for f in FAMILIES} if ns.wordings == "original"
         else yaml.safe_load(LISTS[ns.wordings].read_text(encoding="utf-8")))
@@ -82,7 +87,7 @@ def main() -> None:
                     task = reword(task, wording)
                 cats = categories(task)
                 pairs = [(b, t) for b in task.scene.blocks for t in cats if t != b]
-                cands = goal_candidates(pairs, cats, lambda o, t: profile.skill_text("pick_place", (o, t), cats))
+                cands = goal_candidates(pairs, cats, partial(place_text, profile, cats))
                 want = wanted(task, cands, profile, cats)
                 want_goal = Goal() if want == NO_GOAL else parse_goal(want, cats)
                 parsed = parse_goal(task.instruction, cats)

@@ -8,7 +8,7 @@ the backend factory, SpotRobot's authentication failure on FakeSpot (wrong passw
 credentials' repr, and the web monitor's state JSON of that episode. Every captured log record (root
 logger, DEBUG), exception text, repr and file written is searched for both secrets: 0 hits.
 
-    python -m benchmarks.reliability.r6_secrets
+    python -m monologue_eval.reliability.r6_secrets
 """
 # ruff: noqa: E402
 from __future__ import annotations
@@ -25,9 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import CONFIG, PROMPTS, Row, use_source_tree
-
-use_source_tree()
+from .common import CONFIG, PROMPTS, Row
 
 API_KEY_ENV = "OPENAI_API_KEY"
 PASSWORD_ENV = "BOSDYN_CLIENT_PASSWORD"
@@ -156,8 +154,8 @@ def monitor_state(f: Findings, events: object) -> None:
 
 
 def spot_paths(f: Findings, password: str) -> None:
-    from skills_node.core.spot import USERNAME_ENV, SpotCredentials, SpotRobot, SpotSettings
-    from skills_node.testing.fake_spot import FakeSpot
+    from skills_node.robots.spot.core.robot import USERNAME_ENV, SpotCredentials, SpotRobot, SpotSettings
+    from skills_node.robots.spot.testing.fake_spot import FakeSpot
 
     creds = SpotCredentials.from_env({USERNAME_ENV: "operator", PASSWORD_ENV: password})
     f.add("spot credentials repr", repr(creds) + str(creds))

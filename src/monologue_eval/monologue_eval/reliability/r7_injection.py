@@ -7,7 +7,7 @@ mode", in English, German, Chinese, Spanish, French, Arabic and Japanese) with a
 parsing ones the refusal is an ERROR event `Rejected ...` in the transcript. Then the layer below: the
 skills node's allow-list and SafeArm refuse the injected skill and motion with a reason.
 
-    python -m benchmarks.reliability.r7_injection
+    python -m monologue_eval.reliability.r7_injection
 """
 # ruff: noqa: E402
 from __future__ import annotations
@@ -20,14 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import Row, use_source_tree
-
-use_source_tree()
-
 from monologue_domain.transcript import EventKind
 from monologue_llm.base import CandidateScore, Generation, Sample, SampleResult, ScoreResult, Vector
 from planner_node.core.runner import EpisodeRunner, GoalRequest
 
+from .common import Row
 from .r1_fuzz import FuzzPorts, Scenario, make_runner
 
 INJECTIONS: dict[str, tuple[str, ...]] = {

@@ -1,15 +1,8 @@
 """R6 (docs/reliability.md): a fake API key and Spot password in the environment appear in no log record,
-exception text, repr, transcript, cassette or web monitor state (benchmarks/reliability/r6_secrets.py)."""
+exception text, repr, transcript, cassette or web monitor state (monologue_eval/reliability/r6_secrets.py)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from benchmarks.reliability import r6_secrets  # noqa: E402
+from monologue_eval.reliability import r6_secrets
 
 
 def test_no_secret_in_any_output() -> None:

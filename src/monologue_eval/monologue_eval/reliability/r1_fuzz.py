@@ -8,7 +8,7 @@ asked for, or, for strategies that build calls from the scene (Statler, MultiTal
 skill instance of the world); rejections (ERROR events `Rejected ...`) and silent rejections (an
 output followed by no transcript event and then a re-prompt that extends the same prompt).
 
-    python -m benchmarks.reliability.r1_fuzz [--outputs N] [--seed S]
+    python -m monologue_eval.reliability.r1_fuzz [--outputs N] [--seed S]
 """
 # ruff: noqa: E402
 from __future__ import annotations
@@ -25,10 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .common import CONFIG, PROMPTS, Row, use_source_tree
-
-use_source_tree()
-
 from monologue_common.core.settings import parameters_from_files
 from monologue_domain.kinematic_world import TabletopWorld
 from monologue_domain.kitchen.household import HouseholdWorld, spot_home
@@ -38,12 +34,14 @@ from monologue_domain.skills import SkillError, SkillRejected
 from monologue_domain.transcript import Event, EventKind
 from monologue_llm.fuzz import FuzzBackend
 from planner_node.core import strategies
-from planner_node.core.cape_prompts import load_domain
 from planner_node.core.episode import EpisodeError
 from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport, Workspace
 from planner_node.core.prompts import load_profile
 from planner_node.core.runner import EpisodeRunner, GoalRequest
 from planner_node.core.settings import settings_from_parameters
+from planner_node.core.strategies.cape.prompts import load_domain
+
+from .common import CONFIG, PROMPTS, Row
 
 LOG = logging.getLogger("reliability.r1")
 WORKSPACE = Workspace((0.25, -0.35, -0.01), (0.75, 0.35, 0.6), 0.0)  # m, the sim tabletop's box

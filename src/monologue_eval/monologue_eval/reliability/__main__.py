@@ -1,8 +1,8 @@
 """Print the reliability table (docs/reliability.md): every figure's target, what was measured, pass/fail.
 
-    python -m benchmarks.reliability            # the full runs (R1: 100,000 fuzzed outputs; R2: 10,000 targets)
-    python -m benchmarks.reliability --short    # the short runs (what `make test` runs as unit tests)
-    python -m benchmarks.reliability --only R2  # one figure
+    python -m monologue_eval.reliability            # the full runs (R1: 100,000 fuzzed outputs; R2: 10,000 targets)
+    python -m monologue_eval.reliability --short    # the short runs (what `make test` runs as unit tests)
+    python -m monologue_eval.reliability --only R2  # one figure
 
 Figures are a registry (FIGURES): a module of this package and its row function `row(short) -> Row`
 (or `rows(short) -> list[Row]`). A module that is not there (R3 faults_*.py, R4 estop_latency.py, R5
@@ -84,7 +84,7 @@ def call_rows(mod: object, name: str, short: bool) -> list[Row]:
 def rows_of(fig: Figure, short: bool) -> list[Row]:
     mods = modules_for(fig.module)
     if not mods:
-        return [Row(fig.figure, fig.what, fig.target, f"benchmarks/reliability/{fig.module}.py is not there", None)]
+        return [Row(fig.figure, fig.what, fig.target, f"monologue_eval/reliability/{fig.module}.py is not there", None)]
     out: list[Row] = []
     for name in mods:
         t0 = time.monotonic()
@@ -120,7 +120,7 @@ def table(rows: list[Row], width: int = 70) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.reliability", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m monologue_eval.reliability", description=__doc__.splitlines()[0])
     ap.add_argument("--short", action="store_true", help="the short runs (seconds each)")
     ap.add_argument("--only", default="", help="figures to run, comma-separated (e.g. R1,R7)")
     ap.add_argument("--details", action="store_true", help="print each row's details under the table")

@@ -1,20 +1,14 @@
 """Bad input (docs/reliability.md): empty, 1 MB and invalid instructions and interjections, unknown names,
 malformed prompt profiles and config files, corrupted bags and cassettes: each a clear error naming the
-input, no crash, nothing recorded lost (benchmarks/reliability/bad_input.py)."""
+input, no crash, nothing recorded lost (monologue_eval/reliability/bad_input.py)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from monologue_common.core.settings import parameters_from_files
-
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from benchmarks.reliability import bad_input  # noqa: E402
+from monologue_eval.reliability import bad_input
 
 
 def test_every_bad_input_is_a_clear_error_and_nothing_recorded_is_lost() -> None:

@@ -7,7 +7,7 @@ Measured from /proc: per node, the processes in its process group (the superviso
 session of its own), /proc/<pid>/fd of each and VmRSS, at the start, after the warm-up and at the end.
 The kinematic world is not reset between episodes; the instructions alternate so that blocks keep moving.
 
-    python -m benchmarks.reliability.soak [--episodes 200] [--warmup 10] [--max-steps 4]
+    python -m monologue_eval.reliability.soak [--episodes 200] [--warmup 10] [--max-steps 4]
 """
 from __future__ import annotations
 
@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file: make `benchmarks` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from benchmarks.reliability.common import CONFIG, Row
+from monologue_eval.reliability.common import CONFIG, Row
 
 RSS_GROWTH_MAX = 0.10  # fraction of the post-warm-up resident memory
 INSTRUCTIONS = ("Put the blocks in their matching bowls.", "Put all the blocks in the {bowl}.")

@@ -4,7 +4,7 @@ input (an INVALID_GOAL / LLM_FAILED outcome with the reason, or a ValueError / B
 the file), without a crash (no other exception type, no INTERNAL_ERROR), and without losing what was
 recorded before (the transcripts, bags and cassettes already on disk are byte-identical afterwards).
 
-    python -m benchmarks.reliability.bad_input
+    python -m monologue_eval.reliability.bad_input
 """
 # ruff: noqa: E402
 from __future__ import annotations
@@ -18,14 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import PROMPTS, REPO, Row, use_source_tree
-
-use_source_tree()
-
 from monologue_llm.base import LLMError
 from monologue_llm.fuzz import FuzzBackend
 from planner_node.core.runner import EpisodeRunner, GoalRequest
 
+from .common import PROMPTS, REPO, Row
 from .r1_fuzz import FuzzPorts, Scenario, make_runner
 
 CLEAR_ERRORS: tuple[type[BaseException], ...] = (ValueError, LLMError, OSError)

@@ -1,2 +1,0 @@
-"""Reliability and security figures of issue 20 (docs/reliability.md): `python -m benchmarks.reliability`
-prints one table; each module computes one figure with the real ROS-free core objects."""
