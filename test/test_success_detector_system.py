@@ -156,7 +156,7 @@ class TestClip:
     @pytest.fixture(scope="class")
     @classmethod
     def node(cls, peer: Peer, clip_dir: Path) -> Iterator[GraphLog]:
-        yield from _start({"strategy": "clip", "clip.model_path": str(clip_dir)})
+        yield from _start({"judge": "clip", "clip.model_path": str(clip_dir)})
 
     @staticmethod
     def frames() -> dict[str, np.ndarray]:
@@ -222,7 +222,7 @@ class TestLlmJudge:
     @pytest.fixture(scope="class")
     @classmethod
     def node(cls, peer: Peer) -> Iterator[GraphLog]:
-        yield from _start({"strategy": "llm_judge", "llm.n_ctx": "1024"})
+        yield from _start({"judge": "llm_judge", "llm.n_ctx": "1024"})
 
     def test_judges_with_the_embedded_llm(self, peer: Peer, node: GraphLog) -> None:
         from builtin_interfaces.msg import Time

@@ -2,7 +2,7 @@
 
 One entry names everything that differs between robots: the processes only it has (a simulator, a
 camera driver), the skills node's backend plug-in, the node that publishes its camera images, the
-perception source, the success-detection strategy and, for simulated worlds, the node whose `sim.*`
+perception source, the success judge and, for simulated worlds, the node whose `sim.*`
 parameters set the scene. The bring-up (graph, launch file, `monologue-up`), the demo and the bench
 derive their choices from it; the nodes' own parameters stay in `config/robots/<robot>.yaml`.
 See docs/adding_a_robot.md.
@@ -39,9 +39,9 @@ class Robot:
 
     name: str
     description: str
-    skills_backend: str  # skills node plug-in: skills_node.backends.<name>, or a dotted module path
+    skills_backend: str  # skills node plug-in: a folder skills_node.robots.<name>, or a dotted module path
     perception: str  # perception source: oracle (simulator ground truth) | camera (RGB-D pipeline)
-    success: str  # success_detector strategy, e.g. sim_geometric | tabletop
+    success: str  # success_detector judge, e.g. sim_geometric | tabletop
     nodes: tuple[RobotNode, ...] = ()
     camera: str = ""  # the node publishing camera/* ("" = no camera)
     scene_node: str = ""  # the node whose sim.* parameters set a simulated scene ("" = a real robot)
@@ -60,9 +60,9 @@ class Robot:
 
     def node_params(self) -> dict[str, dict[str, str]]:
         """The node parameters this entry decides ({node: {name: value}}); they override the YAML files:
-        the skills backend plug-in, the perception source, the success strategy."""
+        the skills backend plug-in, the perception source, the success judge."""
         return {SKILLS_NODE: {"backend": self.skills_backend}, "perception": {"source": self.perception},
-                "success_detector": {"strategy": self.success}}
+                "success_detector": {"judge": self.success}}
 
 
 def _text(entry: Mapping[str, object], key: str, where: str, errors: list[str], required: bool = True) -> str:

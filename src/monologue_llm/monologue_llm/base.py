@@ -98,16 +98,8 @@ class LLMBackend(Protocol):
 class SamplingBackend(Protocol):
     """Optional capability: temperature sampling with per-token log-probabilities."""
 
-    def sample(
-        self,
-        prompt: str,
-        stop: Sequence[str] = (),
-        max_tokens: int = 64,
-        n: int = 1,
-        temperature: float = 1.0,
-        presence_penalty: float = 0.0,
-        seed: int = 0,
-    ) -> SampleResult:
+    def sample(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, n: int = 1,
+               temperature: float = 1.0, presence_penalty: float = 0.0, seed: int = 0) -> SampleResult:
         """``n`` continuations of ``prompt`` drawn at ``temperature`` (0 = greedy); a positive
         ``presence_penalty`` lowers the logits of tokens the sample already contains (where the
         backend supports it). The same request with the same ``seed`` gives the same samples."""

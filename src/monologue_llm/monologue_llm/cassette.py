@@ -70,6 +70,17 @@ def _generation_from_json(d: dict[str, Any]) -> Generation:
     )
 
 
+def _counts_to_json(res: ScoreResult | SampleResult) -> dict[str, Any]:
+    """The token counts and time every scoring or sampling result has."""
+    return {"prompt_tokens": res.prompt_tokens, "new_tokens_processed": res.new_tokens_processed,
+            "wall_time_s": res.wall_time_s}
+
+
+def _counts_from_json(d: dict[str, Any]) -> dict[str, Any]:
+    return {"prompt_tokens": int(d["prompt_tokens"]), "new_tokens_processed": int(d["new_tokens_processed"]),
+            "wall_time_s": float(d["wall_time_s"])}
+
+
 def _score_to_json(res: ScoreResult) -> dict[str, Any]:
     return {
         "scores": [
@@ -81,9 +92,7 @@ def _score_to_json(res: ScoreResult) -> dict[str, Any]:
             }
             for s in res.scores
         ],
-        "prompt_tokens": res.prompt_tokens,
-        "new_tokens_processed": res.new_tokens_processed,
-        "wall_time_s": res.wall_time_s,
+        **_counts_to_json(res),
     }
 
 
@@ -98,9 +107,7 @@ def _score_from_json(d: dict[str, Any]) -> ScoreResult:
             )
             for s in d["scores"]
         ),
-        prompt_tokens=int(d["prompt_tokens"]),
-        new_tokens_processed=int(d["new_tokens_processed"]),
-        wall_time_s=float(d["wall_time_s"]),
+        **_counts_from_json(d),
     )
 
 
@@ -110,9 +117,7 @@ def _samples_to_json(res: SampleResult) -> dict[str, Any]:
             {"text": s.text, "token_logprobs": list(s.token_logprobs), "finish_reason": s.finish_reason}
             for s in res.samples
         ],
-        "prompt_tokens": res.prompt_tokens,
-        "new_tokens_processed": res.new_tokens_processed,
-        "wall_time_s": res.wall_time_s,
+        **_counts_to_json(res),
     }
 
 
@@ -126,9 +131,7 @@ def _samples_from_json(d: dict[str, Any]) -> SampleResult:
             )
             for s in d["samples"]
         ),
-        prompt_tokens=int(d["prompt_tokens"]),
-        new_tokens_processed=int(d["new_tokens_processed"]),
-        wall_time_s=float(d["wall_time_s"]),
+        **_counts_from_json(d),
     )
 
 
@@ -293,16 +296,8 @@ class CassetteBackend:
             }
         )
 
-    def sample(
-        self,
-        prompt: str,
-        stop: Sequence[str] = (),
-        max_tokens: int = 64,
-        n: int = 1,
-        temperature: float = 1.0,
-        presence_penalty: float = 0.0,
-        seed: int = 0,
-    ) -> SampleResult:
+    def sample(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, n: int = 1,
+               temperature: float = 1.0, presence_penalty: float = 0.0, seed: int = 0) -> SampleResult:
         """Sample through the inner backend (it must support sampling) or the cassette."""
         args: dict[str, Any] = {
             "stop": list(stop), "max_tokens": int(max_tokens), "n": int(n),

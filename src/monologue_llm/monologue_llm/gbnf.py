@@ -81,40 +81,23 @@ def lit_choice(texts: Sequence[str]) -> Alt:
     return alt(*uniq)
 
 
+_CONTROLS = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}  # written as their C escapes
+
+
+def _escape_char(ch: str, special: str) -> str:
+    """`ch` with a backslash before it if it is one of `special`, a control of _CONTROLS as its escape."""
+    return "\\" + ch if ch in special else _CONTROLS.get(ch, ch)
+
+
 def _escape_lit(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
+    """A GBNF string literal; other control characters as \\xNN."""
+    out = (f"\\x{ord(ch):02x}" if ord(ch) < 0x20 and ch not in _CONTROLS else _escape_char(ch, '\\"')
+           for ch in text)
     return '"' + "".join(out) + '"'
 
 
 def _escape_class(chars: str, negated: bool) -> str:
-    out = []
-    for ch in chars:
-        if ch in "\\]^-[":
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        else:
-            out.append(ch)
-    return "[" + ("^" if negated else "") + "".join(out) + "]"
+    return "[" + ("^" if negated else "") + "".join(_escape_char(ch, "\\]^-[") for ch in chars) + "]"
 
 
 class _Renderer:

@@ -25,15 +25,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .base import (
-    CandidateScore,
-    Generation,
-    LLMError,
-    Sample,
-    SampleResult,
-    ScoreResult,
-    Vector,
-    l2_normalize,
+from .base import Generation, LLMError, Sample, SampleResult, ScoreResult, Vector, l2_normalize
+from .decoding import (
+    candidate_scores,
+    candidate_tokens,
+    check_sample_args,
+    common_prefix,
+    cut_sample,
+    pick_token,
+    sample_rng,
+    stop_at,
 )
 from .embedding_store import EmbeddingStore, model_fingerprint
 
@@ -55,15 +56,6 @@ _TREE_SEQS = 256  # KV-cache sequences with tree scoring (llama.cpp's maximum): 
 _TREE_PAD = _MIN_BATCH
 
 FloatArray = npt.NDArray[np.float32]
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _context_key(tokens: npt.NDArray[np.int32], end: int) -> bytes:
@@ -343,7 +335,7 @@ class LlamaCppBackend:
         prefix if needed), so results do not depend on the cache history.
         Returns rows (by absolute position) for ``want`` positions >= ``limit``.
         """
-        c = min(limit, _common_prefix(self._kv, toks), self._canon, len(toks))
+        c = min(limit, common_prefix(self._kv, toks), self._canon, len(toks))
         if len(toks) - c < self._min_batch:
             c = max(0, len(toks) - self._min_batch)
         c = self._trim(c)
@@ -385,7 +377,7 @@ class LlamaCppBackend:
         if row is not None:
             if not exact:
                 return row
-            cached = min(_common_prefix(self._kv, toks), self._canon)
+            cached = min(common_prefix(self._kv, toks), self._canon)
             if cached == len(toks) and self._trim(len(toks)) == len(toks):
                 return row
         last = len(toks) - 1
@@ -443,7 +435,7 @@ class LlamaCppBackend:
         group: list[int] = []
         nodes = 0
         for i in order:
-            extra = len(fulls[i]) - first - (_common_prefix(fulls[group[-1]], fulls[i]) - first if group else 0)
+            extra = len(fulls[i]) - first - (common_prefix(fulls[group[-1]], fulls[i]) - first if group else 0)
             if extra > budget:
                 raise LLMError(f"prompt+candidate has {len(fulls[i])} tokens, n_ctx is {self.n_ctx}")
             if group and (nodes + extra > budget or len(group) == self._tree_seqs - 2):
@@ -641,9 +633,9 @@ class LlamaCppBackend:
                 out.append(tok)
                 raw += self._piece(tok)
                 text = raw.decode("utf-8", errors="ignore")
-                hits = [i for i in (text.find(s) for s in stops) if i >= 0]
-                if hits:
-                    text = text[: min(hits)]
+                cut = stop_at(text, stops)
+                if cut is not None:
+                    text = text[:cut]
                     finish = "stop"
                     break
                 if step == max_tokens - 1 or len(self._kv) >= self.n_ctx:
@@ -668,16 +660,8 @@ class LlamaCppBackend:
         with self._lock:
             t0 = time.perf_counter()
             self._begin_call()
-            ptoks = self.tokenize(prompt)
+            ptoks, fulls, firsts, active = candidate_tokens(self.tokenize, prompt, candidates, self.n_ctx)
             self._prompt_len = len(ptoks)
-            fulls = [self.tokenize(prompt + c) for c in candidates]
-            firsts = [_common_prefix(ptoks, f) for f in fulls]
-            longest = max((len(f) for f in fulls), default=0)
-            if longest - 1 > self.n_ctx:
-                raise LLMError(f"prompt+candidate has {longest} tokens, n_ctx is {self.n_ctx}")
-            active = [i for i, f in enumerate(fulls) if firsts[i] < len(f)]
-            if any(firsts[i] == 0 for i in active):
-                raise LLMError("cannot score: a candidate changes the first prompt token")
             lps: dict[int, list[float]] = {}
             if active:
                 if self.tree_scoring:
@@ -688,15 +672,7 @@ class LlamaCppBackend:
                     # lexicographic order makes neighbours share the longest prefixes
                     for i in sorted(active, key=lambda k: fulls[k]):
                         lps[i] = self._score_tokens(fulls[i], firsts[i])
-            scores = tuple(
-                CandidateScore(
-                    text=c,
-                    logprob=math.fsum(lps.get(i, [])),
-                    token_count=len(lps.get(i, [])),
-                    token_logprobs=tuple(lps.get(i, [])),
-                )
-                for i, c in enumerate(candidates)
-            )
+            scores = candidate_scores(candidates, lps)
             self.last_prompt_evaluated = self._prompt_evaluated
             return ScoreResult(
                 scores=scores,
@@ -705,16 +681,8 @@ class LlamaCppBackend:
                 wall_time_s=time.perf_counter() - t0,
             )
 
-    def sample(
-        self,
-        prompt: str,
-        stop: Sequence[str] = (),
-        max_tokens: int = 64,
-        n: int = 1,
-        temperature: float = 1.0,
-        presence_penalty: float = 0.0,
-        seed: int = 0,
-    ) -> SampleResult:
+    def sample(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, n: int = 1,
+               temperature: float = 1.0, presence_penalty: float = 0.0, seed: int = 0) -> SampleResult:
         """``n`` samples at ``temperature`` (0 = greedy), each cut before the earliest stop string.
 
         Sample ``i`` draws from ``numpy.random.default_rng([seed, i])``, so a request is
@@ -723,10 +691,7 @@ class LlamaCppBackend:
         ``token_logprobs`` are the model's own log-probabilities (temperature 1, no penalty) of the
         tokens kept in the text.
         """
-        if max_tokens < 1 or n < 1:
-            raise ValueError(f"max_tokens and n must be >= 1, got {max_tokens}, {n}")
-        if temperature < 0.0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        check_sample_args(max_tokens, n, temperature)
         stops = [s for s in stop if s]
         with self._lock:
             t0 = time.perf_counter()
@@ -736,7 +701,7 @@ class LlamaCppBackend:
                 raise LLMError(f"prompt has {len(toks)} tokens, n_ctx is {self.n_ctx}")
             samples: list[Sample] = []
             for i in range(n):
-                rng = np.random.default_rng([max(seed, 0), i])
+                rng = sample_rng(seed, i)
                 row = self._row_after(toks, exact=True)
                 raw = b""
                 text = ""
@@ -746,16 +711,7 @@ class LlamaCppBackend:
                 finish = "length"
                 for step in range(max_tokens):
                     logp = _log_softmax(row)
-                    if temperature == 0.0:
-                        tok = int(np.argmax(row))
-                    else:
-                        adj = row.astype(np.float64)
-                        if presence_penalty and seen:
-                            idx = np.fromiter(seen, dtype=np.int64)
-                            adj[idx] -= presence_penalty
-                        z = adj / temperature
-                        p = np.exp(z - z.max())
-                        tok = int(rng.choice(len(p), p=p / p.sum()))
+                    tok = pick_token(row, seen, temperature, presence_penalty, rng, np.float64)
                     if self._lc.llama_vocab_is_eog(self._vocab, tok):
                         finish = "stop"
                         break
@@ -764,11 +720,9 @@ class LlamaCppBackend:
                     seen.add(tok)
                     raw += self._piece(tok)
                     text = raw.decode("utf-8", errors="ignore")
-                    hits = [h for h in (text.find(s) for s in stops) if h >= 0]
-                    if hits:
-                        cut = min(hits)
-                        text = text[:cut]
-                        lps = [lp for lp, st in zip(lps, starts, strict=True) if st < cut]
+                    kept = cut_sample(text, lps, starts, stops)
+                    if kept is not None:
+                        text, lps = kept
                         finish = "stop"
                         break
                     if step == max_tokens - 1 or len(self._kv) >= self.n_ctx:

@@ -25,6 +25,7 @@ from .base import (
     l2_normalize,
     warn_unconstrained_once,
 )
+from .decoding import check_sample_args, stop_at
 
 GenerationApi = Literal["completions", "chat"]
 ScoringMode = Literal["echo_logprobs", "unsupported"]
@@ -38,8 +39,8 @@ T = TypeVar("T")
 
 
 def _cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
-    hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
-    return (text[: min(hits)], True) if hits else (text, False)
+    cut = stop_at(text, stop)
+    return (text, False) if cut is None else (text[:cut], True)
 
 
 def _usage_tokens(resp: Any) -> tuple[int, int, int]:
@@ -348,21 +349,12 @@ class OpenAICompatBackend:
         )
 
     # -- sampling --------------------------------------------------------
-    def sample(
-        self,
-        prompt: str,
-        stop: Sequence[str] = (),
-        max_tokens: int = 64,
-        n: int = 1,
-        temperature: float = 1.0,
-        presence_penalty: float = 0.0,
-        seed: int = 0,
-    ) -> SampleResult:
+    def sample(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, n: int = 1,
+               temperature: float = 1.0, presence_penalty: float = 0.0, seed: int = 0) -> SampleResult:
         """``n`` samples in one request (``n``, ``temperature``, ``presence_penalty``, ``seed``
         and the sampled tokens' log-probs). Whether ``seed`` makes the samples reproducible is
         up to the server; record a cassette for exact replays."""
-        if max_tokens < 1 or n < 1:
-            raise ValueError(f"max_tokens and n must be >= 1, got {max_tokens}, {n}")
+        check_sample_args(max_tokens, n)
         stops = [s for s in stop if s]
         t0 = time.perf_counter()
         resp: Any

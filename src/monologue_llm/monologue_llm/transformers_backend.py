@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import os
 import shutil
 import tempfile
@@ -25,15 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import (
-    CandidateScore,
-    Generation,
-    LLMError,
-    Sample,
-    SampleResult,
-    ScoreResult,
-    Vector,
-    l2_normalize,
+from .base import Generation, LLMError, Sample, SampleResult, ScoreResult, Vector, l2_normalize
+from .decoding import (
+    candidate_scores,
+    candidate_tokens,
+    check_sample_args,
+    common_prefix,
+    cut_sample,
+    pick_token,
+    sample_rng,
 )
 
 _LOG = logging.getLogger(__name__)
@@ -42,15 +41,6 @@ _PREFILL_CHUNK = 512  # tokens per forward pass when evaluating a long prompt (b
 _EMBED_CACHE_SIZE = 20_000  # texts whose embedding is kept
 # end-of-generation tokens besides the tokenizer's eos (chat-turn ends of common model families)
 _EOG_NAMES = ("<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<|endoftext|>")
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _gguf_fingerprint(path: Path) -> str:
@@ -312,7 +302,7 @@ class TransformersBackend:
         n = len(toks)
         if n > self.n_ctx:
             raise LLMError(f"context overflow: {n} tokens > n_ctx={self.n_ctx}")
-        c = _common_prefix(self._kv_tokens, toks) if self.reuse_prefix else 0
+        c = common_prefix(self._kv_tokens, toks) if self.reuse_prefix else 0
         if c == n == len(self._kv_tokens) and want_from == n - 1 and self._last_row is not None:
             return {n - 1: self._last_row}
         c = min(c, max(want_from, 0), n - 1)
@@ -382,11 +372,9 @@ class TransformersBackend:
             out.append(tok)
             lps.append(float(row[tok]))
             text = self._text(out)
-            hits = [h for h in (text.find(s) for s in stops) if h >= 0]
-            if hits:
-                cut = min(hits)
-                text = text[:cut]
-                lps = [lp for lp, st in zip(lps, starts, strict=True) if st < cut]
+            kept = cut_sample(text, lps, starts, stops)
+            if kept is not None:
+                text, lps = kept
                 finish = "stop"
                 break
             if step == max_tokens - 1 or len(self._kv_tokens) + 1 > self.n_ctx:
@@ -406,28 +394,12 @@ class TransformersBackend:
         with self._lock:
             t0 = time.perf_counter()
             self._begin_call()
-            ptoks = self.tokenize(prompt)
-            fulls = [self.tokenize(prompt + c) for c in candidates]
-            firsts = [_common_prefix(ptoks, f) for f in fulls]
-            longest = max((len(f) for f in fulls), default=0)
-            if longest - 1 > self.n_ctx:
-                raise LLMError(f"prompt+candidate has {longest} tokens, n_ctx is {self.n_ctx}")
-            active = [i for i, f in enumerate(fulls) if firsts[i] < len(f)]
-            if any(firsts[i] == 0 for i in active):
-                raise LLMError("cannot score: a candidate changes the first prompt token")
+            ptoks, fulls, firsts, active = candidate_tokens(self.tokenize, prompt, candidates, self.n_ctx)
             lps: dict[int, list[float]] = {}
             if active:
                 lps = self._score_active([fulls[i] for i in active], [firsts[i] for i in active])
                 lps = {active[j]: v for j, v in lps.items()}
-            scores = tuple(
-                CandidateScore(
-                    text=c,
-                    logprob=math.fsum(lps.get(i, [])),
-                    token_count=len(lps.get(i, [])),
-                    token_logprobs=tuple(lps.get(i, [])),
-                )
-                for i, c in enumerate(candidates)
-            )
+            scores = candidate_scores(candidates, lps)
             return ScoreResult(
                 scores=scores,
                 prompt_tokens=len(ptoks),
@@ -462,7 +434,7 @@ class TransformersBackend:
             group = [i for i in group if len(fulls[i]) > base + 1]
             end = len(fulls[group[0]]) if group else base
             for i in group[1:]:
-                end = min(end, base + _common_prefix(fulls[group[0]][base:], fulls[i][base:]))
+                end = min(end, base + common_prefix(fulls[group[0]][base:], fulls[i][base:]))
             if (len(group) - 1) * (end - base) < self.share_min_tokens:
                 singles.extend(group)  # too little shared to pay for a forward pass of its own
             else:
@@ -486,45 +458,26 @@ class TransformersBackend:
                 for p in range(max(base + 1, firsts[i]), len(fulls[i])):
                     lps[i][p] = float(got[k, p - base - 1, fulls[i][p]])
 
-    def sample(
-        self,
-        prompt: str,
-        stop: Sequence[str] = (),
-        max_tokens: int = 64,
-        n: int = 1,
-        temperature: float = 1.0,
-        presence_penalty: float = 0.0,
-        seed: int = 0,
-    ) -> SampleResult:
+    def sample(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, n: int = 1,
+               temperature: float = 1.0, presence_penalty: float = 0.0, seed: int = 0) -> SampleResult:
         """``n`` samples at ``temperature`` (0 = greedy), each cut before the earliest stop string.
 
         Sample ``i`` draws from ``numpy.random.default_rng([seed, i])``; ``presence_penalty`` is
         subtracted from the logit of every token already in the sample before the temperature is
         applied. ``token_logprobs`` are the model's own log-probabilities (temperature 1, no
         penalty) of the tokens kept in the text."""
-        import numpy as np
-
-        if max_tokens < 1 or n < 1:
-            raise ValueError(f"max_tokens and n must be >= 1, got {max_tokens}, {n}")
-        if temperature < 0.0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        check_sample_args(max_tokens, n, temperature)
         with self._lock:
             t0 = time.perf_counter()
             self._begin_call()
             toks = self.tokenize(prompt)
             samples: list[Sample] = []
             for i in range(n):
-                rng = np.random.default_rng([max(seed, 0), i])
+                rng = sample_rng(seed, i)
 
                 def pick(row: Any, seen: set[int], rng: Any = rng) -> int:
-                    adj = row.numpy().copy()  # log-softmax = logits minus a constant
-                    if temperature == 0.0:
-                        return int(np.argmax(adj))
-                    if presence_penalty and seen:
-                        adj[np.fromiter(seen, dtype=np.int64)] -= presence_penalty
-                    z = adj / temperature
-                    p = np.exp(z - z.max())
-                    return int(rng.choice(len(p), p=p / p.sum()))
+                    # log-softmax = logits minus a constant
+                    return pick_token(row.numpy(), seen, temperature, presence_penalty, rng)
 
                 samples.append(self._decode(toks, stop, max_tokens, pick))
             return SampleResult(

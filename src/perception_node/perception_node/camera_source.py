@@ -36,9 +36,9 @@ from monologue_domain.msgs import scene_object_to_msg
 from monologue_interfaces.msg import DetectionQueries, SceneDescription
 from monologue_vision.images import decode_color, decode_depth
 
-from .core.detectors import Detection, GroundTruthObject, make_detector
 from .core.geometry import Intrinsics, in_view, transform_from_quaternion
 from .core.memory import ObjectMemory
+from .core.object_detectors import Detection, GroundTruthObject, make_detector
 from .core.overlay import draw_detections
 from .core.pipeline import STAGES, Frame, PerceptionPipeline
 from .core.scene import SceneObject

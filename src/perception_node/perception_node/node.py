@@ -16,7 +16,7 @@ from rclpy.node import Node
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
-from monologue_common.runtime import from_time, run_node
+from monologue_common.runtime import Component, from_time, run_node
 from monologue_domain.msgs import scene_from_msg
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene
@@ -121,6 +121,10 @@ def scene_to_msg(scene: Scene, template: SceneDescription) -> SceneDescription:
         out.objects.append(m)
     out.held_objects = list(scene.held_objects)
     return out
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(PerceptionNode, threads=3)
 
 
 def main(args: list[str] | None = None) -> None:

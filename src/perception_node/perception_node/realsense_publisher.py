@@ -22,7 +22,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
-from monologue_common.runtime import run_node
+from monologue_common.runtime import Component, run_node
 
 from .core.realsense import CHANNELS, camera_info_fields, color_encoding, depth_units_to_mm
 from .core.settings import RealsenseSettings, realsense_settings_from_parameters
@@ -197,6 +197,10 @@ class RealsensePublisher(Node):
         except RuntimeError:
             pass
         super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(RealsensePublisher, threads=2)
 
 
 def main(args: list[str] | None = None) -> None:

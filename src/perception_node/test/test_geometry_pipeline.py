@@ -11,8 +11,8 @@ import pytest
 from monologue_domain.robots import node_parameters
 from perception_node.core import geometry as g
 from perception_node.core import synthetic as s
-from perception_node.core.detectors import Detection, GroundTruthObject, OracleDetector
 from perception_node.core.memory import ObjectMemory
+from perception_node.core.object_detectors import Detection, GroundTruthObject, OracleDetector
 from perception_node.core.pipeline import Frame, PerceptionPipeline
 from perception_node.core.settings import settings_from_parameters
 

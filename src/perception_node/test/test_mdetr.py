@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from perception_node.core.detectors import caption_spans
 from perception_node.core.mdetr import (
     MDETR,
     Backbone,
@@ -21,6 +20,7 @@ from perception_node.core.mdetr import (
     positive_map,
     resized_size,
 )
+from perception_node.core.object_detectors import caption_spans
 
 # roberta-base's config.json (the fields that shape the model).
 ROBERTA_BASE = {"model_type": "roberta", "architectures": ["RobertaForMaskedLM"], "vocab_size": 50265,

@@ -11,7 +11,7 @@ import pytest
 from monologue_domain.robots import node_parameters
 from monologue_vision.clip import ClipScorer
 from monologue_vision.models import ModelLoadError
-from perception_node.core.detectors import (
+from perception_node.core.object_detectors import (
     ClipReranker,
     GroundingDinoDetector,
     MdetrDetector,

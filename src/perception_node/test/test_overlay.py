@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perception_node.core.detectors import Detection
+from perception_node.core.object_detectors import Detection
 from perception_node.core.overlay import draw_detections
 
 

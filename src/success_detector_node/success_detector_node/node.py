@@ -1,10 +1,11 @@
 """success_detector_node: serves DetectSuccess from the perception scene (rclpy adapter only).
 
-Strategies (parameter `strategy`, see core/detectors.py): sim_geometric, tabletop (IM real-tabletop
-3 cm / 10 cm rule; the intended place point comes from the latched scene/description at the skill's
-start), clip (CLIP score before/after on camera images from `clip.image_topic`, model `clip.model_path`)
-and llm_judge (an LLM backend built from the `llm.*` block of config/llm/<llm>.yaml, shared with the
-planner). Parameters: core/settings.py.
+The success rule is a judge (parameter `judge`, a plug-in of core/judging.py's registry; built-ins in
+core/judges/): sim_geometric, tabletop (IM real-tabletop 3 cm / 10 cm rule; the intended place point
+comes from the latched scene/description at the skill's start), clip (CLIP score before/after on camera
+images from `clip.image_topic`, model `clip.model_path`), llm_judge (an LLM backend built from the
+`llm.*` block of config/llm/<llm>.yaml, shared with the planner), kitchen and skill_result.
+Parameters: core/settings.py.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from sensor_msgs.msg import Image
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
-from monologue_common.runtime import WaitTimeout, call_service, from_time, run_node
+from monologue_common.runtime import Component, WaitTimeout, call_service, from_time, run_node
 from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
@@ -30,8 +31,8 @@ from monologue_llm.base import LLMBackend
 from monologue_llm.factory import make_backend_from_params
 from monologue_vision.images import decode_color
 
-from .core.detectors import Context, ImageTextScorer, SceneEntry, make_detector
 from .core.history import StampedHistory
+from .core.judging import Context, ImageTextScorer, SceneEntry, make_judge
 from .core.settings import SuccessSettings, settings_from_parameters
 
 
@@ -48,12 +49,12 @@ class SuccessDetectorNode(Node):
         self._timeout = s.scene_timeout
         self._scorer: ImageTextScorer | None = None
         self._llm: LLMBackend | None = None
-        if s.strategy == "clip":
+        if s.needs_images:
             self._scorer = self._make_scorer()
-        if s.strategy == "llm_judge":
+        if s.needs_llm:
             self.get_logger().info(f"LLM backend {s.llm.get('backend')} loading ...")
             self._llm = make_backend_from_params(s.llm, logging.getLogger("success_detector.llm"))
-        self._detector = make_detector(s.strategy, s.detector_params(), scorer=self._scorer, llm=self._llm)
+        self._judge = make_judge(s.judge, s.judge_params(), scorer=self._scorer, llm=self._llm)
         # Recent scene descriptions, for the scene at a skill's start.
         self._scenes: StampedHistory[SceneDescription] = StampedHistory(200)
         group = ReentrantCallbackGroup()
@@ -69,7 +70,7 @@ class SuccessDetectorNode(Node):
             self._image_sub = self.create_subscription(Image, self._image_topic, self._on_image,
                                                        QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE),
                                                        callback_group=group)
-        self.get_logger().info(f"success detector: {self._detector.name}")
+        self.get_logger().info(f"success judge: {self._judge.name}")
 
     def get_logger(self) -> RcutilsLogger:
         """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
@@ -131,7 +132,7 @@ class SuccessDetectorNode(Node):
 
     def _detect(self, req: DetectSuccess.Request, res: DetectSuccess.Response) -> DetectSuccess.Response:
         arrived = self._now()
-        res.detector = self._detector.name
+        res.detector = self._judge.name
         if not self._scene.wait_for_service(timeout_sec=self._timeout):
             return self._fail(res, f"describe_scene unavailable after {self._timeout:.1f} s")
         try:
@@ -153,7 +154,7 @@ class SuccessDetectorNode(Node):
             if images is None:
                 return self._fail(res, why)
             context = replace(context, image_before=images[0], image_after=images[1])
-        verdict = self._detector.detect(req.skill, list(req.args), _entries(scene), context)
+        verdict = self._judge.detect(req.skill, list(req.args), _entries(scene), context)
         res.success, res.confidence, res.explanation = verdict.success, float(verdict.confidence), verdict.explanation
         self.get_logger().info(f"{req.skill}({', '.join(req.args)}): {verdict.success} ({verdict.explanation})")
         return res
@@ -164,6 +165,10 @@ class SuccessDetectorNode(Node):
                 self._llm.close()
         finally:
             super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(SuccessDetectorNode, threads=4)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -22,8 +22,8 @@ FILES = ("monologue.yaml", "robots/sim_kinematic.yaml", "llm/embedded.yaml")
 
 def test_the_yaml_sets_every_parameter() -> None:
     s = settings_from_parameters(params("success_detector", *FILES))
-    assert s.strategy == "sim_geometric" and s.unused == () and s.llm == {}
-    assert s.detector_params() == {"xy_tolerance_m": 0.04, "stack_tolerance_m": 0.03, "sort_tolerance_m": 0.10,
+    assert s.judge == "sim_geometric" and s.unused == () and s.llm == {}
+    assert s.judge_params() == {"xy_tolerance_m": 0.04, "stack_tolerance_m": 0.03, "sort_tolerance_m": 0.10,
                                    "clip_threshold": 0.5}
     assert s.clip.buffer_size == 60 and s.clip.image_topic == "camera/color/image_raw"
 
@@ -31,7 +31,7 @@ def test_the_yaml_sets_every_parameter() -> None:
 def test_llm_judge_takes_the_shared_llm_block() -> None:
     for llm in ("embedded", "openai"):
         p = params("success_detector", "monologue.yaml", "robots/sim_kinematic.yaml", f"llm/{llm}.yaml")
-        s = settings_from_parameters({**p, "strategy": "llm_judge"})
+        s = settings_from_parameters({**p, "judge": "llm_judge"})
         assert set(s.llm) == ALL_KEYS and s.llm["backend"] == ("llama_cpp" if llm == "embedded" else "openai")
         assert s.unused == ()
 
@@ -39,14 +39,14 @@ def test_llm_judge_takes_the_shared_llm_block() -> None:
 def test_missing_and_bad_parameters_are_reported_together() -> None:
     p = params("success_detector", "monologue.yaml")   # no llm block
     del p["sort_tolerance"]
-    p.update({"strategy": "llm_judge", "xy_tolerance": 0.0, "clip.buffer_size": 0, "typo": 1})
+    p.update({"judge": "llm_judge", "xy_tolerance": 0.0, "clip.buffer_size": 0, "typo": 1})
     with pytest.raises(ValueError) as e:
         settings_from_parameters(p)
     for text in ("sort_tolerance: missing", "xy_tolerance", "clip.buffer_size", "needs the llm block"):
         assert text in str(e.value)
     p = params("success_detector", *FILES)
     with pytest.raises(ValueError, match="clip.model_path"):
-        settings_from_parameters({**p, "strategy": "clip"})
+        settings_from_parameters({**p, "judge": "clip"})
     assert settings_from_parameters({**p, "typo": 1}).unused == ("typo",)
 
 
@@ -63,7 +63,7 @@ def test_the_shared_block_reaches_a_node_through_the_params_files() -> None:
     files = [a for f in ("monologue.yaml", "robots/sim_kinematic.yaml", "llm/openai.yaml")
              for a in ("--params-file", str(CONFIG / f))]
     rclpy.init(args=["test", "--ros-args", "-r", "__node:=success_detector", *files,
-                     "-p", "strategy:=llm_judge", "-p", "llm.cassette_mode:=replay"], context=context)
+                     "-p", "judge:=llm_judge", "-p", "llm.cassette_mode:=replay"], context=context)
     try:
         node = Node("renamed_by_the_remap", context=context, **NODE_OPTIONS)
         try:
@@ -72,5 +72,5 @@ def test_the_shared_block_reaches_a_node_through_the_params_files() -> None:
             node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
-    assert s.strategy == "llm_judge" and set(s.llm) == ALL_KEYS and s.unused == ()
+    assert s.judge == "llm_judge" and set(s.llm) == ALL_KEYS and s.unused == ()
     assert s.llm["backend"] == "openai" and s.llm["cassette_mode"] == "replay" and s.llm["n_ctx"] == 4096

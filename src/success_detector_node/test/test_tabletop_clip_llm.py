@@ -17,14 +17,10 @@ from monologue_llm.base import (
     ScoreResult,
     ScoringUnsupportedError,
 )
-from success_detector_node.core.detectors import (
-    ClipBeforeAfterDetector,
-    Context,
-    LlmJudgeDetector,
-    SceneEntry,
-    TabletopPlaceDetector,
-    make_detector,
-)
+from success_detector_node.core.judges.clip import ClipBeforeAfterDetector
+from success_detector_node.core.judges.llm_judge import LlmJudgeDetector
+from success_detector_node.core.judges.tabletop import TabletopPlaceDetector
+from success_detector_node.core.judging import Context, SceneEntry, make_judge
 from success_detector_node.core.settings import settings_from_parameters
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
@@ -36,7 +32,7 @@ def scene(*entries: SceneEntry) -> dict[str, SceneEntry]:
 
 # The real robot's configuration (IM §4.2: 3 cm stacking, 10 cm sorting), as the node builds it.
 UR5E = settings_from_parameters(node_parameters(CONFIG, "success_detector", ["monologue.yaml", "robots/ur5e.yaml"]))
-D = make_detector(UR5E.strategy, UR5E.detector_params())
+D = make_judge(UR5E.judge, UR5E.judge_params())
 BLUE = SceneEntry("blue block", "block", (0.50, 0.10, 0.02))
 PLATE = SceneEntry("red plate", "plate", (0.60, -0.10, 0.01), place_point=(0.62, -0.13, 0.01))
 
@@ -78,15 +74,15 @@ def test_failures_missing_held_or_undetected() -> None:
 
 
 def test_thresholds_are_configurable_through_the_factory() -> None:
-    det = make_detector("tabletop", {"stack_tolerance_m": 0.05, "sort_tolerance_m": 0.2})
+    det = make_judge("tabletop", {"stack_tolerance_m": 0.05, "sort_tolerance_m": 0.2})
     after = scene(SceneEntry("red block", "block", (0.54, 0.10, 0.06)), BLUE)
     assert det.detect("pick_place", ["red block", "blue block"], after).success
     with pytest.raises(ValueError):
         TabletopPlaceDetector(stack_tolerance_m=0.0, sort_tolerance_m=0.10)
     with pytest.raises(ValueError, match="scorer"):
-        make_detector("clip", {})
+        make_judge("clip", {})
     with pytest.raises(ValueError, match="LLM"):
-        make_detector("llm_judge", {})
+        make_judge("llm_judge", {})
 
 
 class RednessScorer:
@@ -127,13 +123,13 @@ def test_clip_scorer_error_is_a_failed_verdict() -> None:
 
 
 def test_clip_detector_runs_on_a_real_clip_model_dir(tmp_path: Path) -> None:
-    """The CLIP strategy with monologue_vision's ClipScorer on a tiny random CLIP saved to disk."""
+    """The CLIP judge with monologue_vision's ClipScorer on a tiny random CLIP saved to disk."""
     pytest.importorskip("transformers")
     from monologue_vision.clip import ClipScorer
     from monologue_vision.tiny_models import tiny_clip
 
     d = tiny_clip(tmp_path / "clip")
-    det = make_detector("clip", {"clip_threshold": -1e9}, scorer=ClipScorer(str(d)))
+    det = make_judge("clip", {"clip_threshold": -1e9}, scorer=ClipScorer(str(d)))
     img = np.zeros((480, 640, 3), np.uint8)
     v = det.detect("pick_place", ["a", "b"], {}, Context(image_before=img, image_after=img))
     assert v.success and math.isfinite(v.confidence)   # equal images: rise 0 > -1e9

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from .detectors import Detection
+from .object_detectors import Detection
 
 # box colour per label word; anything else orange
 _COLOURS = {"red": (229, 57, 53), "green": (67, 160, 71), "blue": (30, 136, 229), "yellow": (253, 216, 53),

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .detectors import Detection, Detector, GroundTruthObject, OracleDetector
 from .geometry import (
     ClusterConfig,
     FloatArray,
@@ -31,6 +30,7 @@ from .geometry import (
     robust_box_depth,
     segment_table_plane,
 )
+from .object_detectors import Detection, Detector, GroundTruthObject, OracleDetector
 from .scene import SceneObject
 
 STAGES = ("decode", "detect", "depth", "open3d")

@@ -6,9 +6,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from monologue_common.core.registry import UnknownPluginError
 from monologue_common.core.settings import ParamReader
 
-from .detectors import DETECTORS, DetectorConfig
+from .object_detectors import DETECTORS, DetectorConfig
 from .pipeline import PipelineConfig
 
 SOURCES = ("oracle", "camera")
@@ -56,8 +57,14 @@ class PerceptionSettings:
 
 def _camera(r: ParamReader) -> CameraSettings:
     score = r.number("score_threshold", 0.0, 1.0)
+    kind = r.string("detector", nonempty=True)
+    if kind.strip():
+        try:
+            DETECTORS.get(kind)
+        except UnknownPluginError as e:
+            r.check(False, f"detector: {e}")
     detector = DetectorConfig(
-        kind=r.string("detector", DETECTORS),
+        kind=kind,
         model_path=r.string("models.model_path"),
         clip_model_path=r.string("models.clip_model_path"),
         mdetr_checkpoint=r.string("models.mdetr_checkpoint"),

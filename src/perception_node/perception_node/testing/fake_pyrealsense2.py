@@ -97,7 +97,7 @@ class playback_status(_Enum):  # noqa: N801
 
 
 class camera_info(_Enum):  # noqa: N801
-    name = 0
+    name = 0  # type: ignore[assignment]  # pyrealsense2's member name shadows Enum.name
     serial_number = 1
     product_line = 11
 

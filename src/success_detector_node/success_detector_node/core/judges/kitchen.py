@@ -1,4 +1,4 @@
-"""Success detector `kitchen`: a symbolic kitchen skill judged on the scene description after it
+"""Judge `kitchen`: a symbolic kitchen skill judged on the scene description after it
 (no rclpy). The kitchen's ground truth (and an oracle's copy of it) encodes who holds what, where
 each object is and which drawers are open (monologue_domain.kitchen.scene); the rule per skill is
 monologue_domain.kitchen.judge ("engineered success detectors can operate on ground-truth state in
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from monologue_domain.kitchen.judge import judge
 from monologue_domain.kitchen.scene import state_from_scene
 
-from .detectors import Context, SceneEntry, Verdict
+from ..judging import Context, JudgePlugin, SceneEntry, Verdict
 
 
 class KitchenDetector:
@@ -27,4 +27,7 @@ class KitchenDetector:
         return Verdict(ok, 1.0, why, self.name)
 
 
-__all__ = ["KitchenDetector"]
+PLUGIN = JudgePlugin(lambda tools: KitchenDetector(),
+                     "the symbolic kitchen's rule per skill (monologue_domain.kitchen.judge)")
+
+__all__ = ["KitchenDetector", "PLUGIN"]

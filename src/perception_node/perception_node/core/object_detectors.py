@@ -1,8 +1,13 @@
-"""Open-vocabulary 2D detectors behind one Protocol: image + candidate names -> labelled boxes.
+"""Object detectors: open-vocabulary 2D detectors behind one Protocol, image + candidate names ->
+labelled boxes.
 
-Plugins: OWL-ViT / OWLv2 and Grounding DINO (transformers), MDETR (the IM paper's model: core/mdetr.py
-with an official checkpoint and a local roberta-base directory), CLIP re-ranking of crops, and an oracle
-that projects ground-truth objects into the image and keeps what the depth image shows is visible.
+Plug-ins of the registry `DETECTORS` (kind "detectors", the perception parameter `detector`): OWL-ViT /
+OWLv2 and Grounding DINO (transformers), MDETR (the IM paper's model: core/mdetr.py with an official
+checkpoint and a local roberta-base directory), CLIP re-ranking of crops, and an oracle that projects
+ground-truth objects into the image and keeps what the depth image shows is visible.
+Another detector is a module on PYTHONPATH defining `PLUGIN = DetectorPlugin(create, description)`,
+selected by its dotted module path (`detector: my_pkg.my_detector`) or an entry point in the group
+`monologue.detectors`.
 
 Model weights are never downloaded unless `allow_download` is true, and torch and transformers are
 imported on first use (monologue_vision.models); the CLIP scorer is monologue_vision.clip's.
@@ -20,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from monologue_common.core.registry import Registry
 from monologue_vision.clip import ClipScorer
 from monologue_vision.images import RgbImage, check_image
 from monologue_vision.models import (
@@ -33,8 +39,6 @@ from monologue_vision.models import (
 )
 
 from .geometry import Box, FloatArray, Intrinsics, apply, invert, valid_depth_mask
-
-DETECTORS = ("oracle", "owlvit", "owlv2", "grounding_dino", "mdetr")
 
 
 @dataclass(frozen=True)
@@ -379,7 +383,7 @@ class DetectorConfig:
     """Parameters of `make_detector` (the node's `detector` and `models.*` parameters; their defaults
     are in config/monologue.yaml only)."""
 
-    kind: str                          # one of DETECTORS
+    kind: str                          # a detector of DETECTORS (name or dotted module path)
     model_path: str                    # owlvit/owlv2/grounding_dino: local transformers model dir
     clip_model_path: str               # "" = no CLIP re-ranking
     mdetr_checkpoint: str              # official MDETR ResNet-101 .pth
@@ -391,23 +395,43 @@ class DetectorConfig:
     num_threads: int                   # torch CPU threads, 0 = torch's default
 
 
+@dataclass(frozen=True)
+class DetectorPlugin:
+    """A detector kind as the registry holds it."""
+
+    create: Callable[[DetectorConfig, logging.Logger], Detector]  # loads weights; ValueError or ModelLoadError
+    description: str
+    clip_rerank: bool = True           # wrapped in a ClipReranker when models.clip_model_path is set
+
+
+DETECTORS: Registry[DetectorPlugin] = Registry("detectors", attribute="PLUGIN", describe=lambda p: p.description)
+DETECTORS.add("oracle", DetectorPlugin(lambda cfg, log: OracleDetector(),
+                                       "ground truth projected into the image, kept where depth shows it",
+                                       clip_rerank=False))
+DETECTORS.add("owlvit", DetectorPlugin(
+    lambda cfg, log: OwlDetector(cfg.model_path, "owlvit", cfg.score_threshold, cfg.allow_download,
+                                 cfg.num_threads, log),
+    "OWL-ViT (transformers, models.model_path)"))
+DETECTORS.add("owlv2", DetectorPlugin(
+    lambda cfg, log: OwlDetector(cfg.model_path, "owlv2", cfg.score_threshold, cfg.allow_download,
+                                 cfg.num_threads, log),
+    "OWLv2 (transformers, models.model_path)"))
+DETECTORS.add("grounding_dino", DetectorPlugin(
+    lambda cfg, log: GroundingDinoDetector(cfg.model_path, cfg.score_threshold, cfg.text_threshold,
+                                           cfg.allow_download, cfg.num_threads, log),
+    "Grounding DINO (transformers, models.model_path)"))
+DETECTORS.add("mdetr", DetectorPlugin(
+    lambda cfg, log: MdetrDetector(cfg.mdetr_checkpoint, cfg.mdetr_text_encoder_dir, cfg.mdetr_model_name,
+                                   cfg.score_threshold, cfg.num_threads, logger=log),
+    "MDETR, IM's model (models.mdetr_checkpoint, models.mdetr_text_encoder_dir)"))
+
+
 def make_detector(cfg: DetectorConfig, logger: logging.Logger | None = None) -> Detector:
-    """Build the configured detector (loads weights); raises ValueError or ModelLoadError."""
+    """Build the configured detector (loads weights); raises ValueError (an unknown kind:
+    UnknownPluginError, listing the known ones) or ModelLoadError."""
     log = logger or logging.getLogger(__name__)
-    builders: dict[str, Callable[[], Detector]] = {
-        "oracle": lambda: OracleDetector(),
-        "owlvit": lambda: OwlDetector(cfg.model_path, "owlvit", cfg.score_threshold, cfg.allow_download,
-                                      cfg.num_threads, log),
-        "owlv2": lambda: OwlDetector(cfg.model_path, "owlv2", cfg.score_threshold, cfg.allow_download,
-                                     cfg.num_threads, log),
-        "grounding_dino": lambda: GroundingDinoDetector(cfg.model_path, cfg.score_threshold, cfg.text_threshold,
-                                                        cfg.allow_download, cfg.num_threads, log),
-        "mdetr": lambda: MdetrDetector(cfg.mdetr_checkpoint, cfg.mdetr_text_encoder_dir, cfg.mdetr_model_name,
-                                       cfg.score_threshold, cfg.num_threads, logger=log),
-    }
-    if cfg.kind not in builders:
-        raise ValueError(f"unknown detector {cfg.kind!r}; available: {list(DETECTORS)}")
-    det = builders[cfg.kind]()
-    if cfg.clip_model_path and cfg.kind != "oracle":
+    plugin = DETECTORS.get(cfg.kind)
+    det = plugin.create(cfg, log)
+    if cfg.clip_model_path and plugin.clip_rerank:
         det = ClipReranker(det, ClipScorer(cfg.clip_model_path, cfg.allow_download, cfg.num_threads, log))
     return det

@@ -1,9 +1,9 @@
-"""The `kitchen` success detector judges kitchen skills from the encoded ground truth."""
+"""The `kitchen` judge judges kitchen skills from the encoded ground truth."""
 from __future__ import annotations
 
 from monologue_domain.kitchen.scene import to_scene_objects
 from monologue_domain.kitchen.world import KitchenNoise, KitchenWorld, make_state
-from success_detector_node.core.kitchen import KitchenDetector
+from success_detector_node.core.judges.kitchen import KitchenDetector
 
 
 def scene(w: KitchenWorld) -> dict[str, object]:

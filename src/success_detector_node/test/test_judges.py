@@ -1,9 +1,10 @@
-"""IM sim success rule (IM:L698-702) on hand-built scenes."""
+"""IM sim success rule (IM:L698-702) on hand-built scenes; the judges registry."""
 from __future__ import annotations
 
 import pytest
 
-from success_detector_node.core.detectors import SceneEntry, SimGeometricDetector, make_detector
+from success_detector_node.core.judges.sim_geometric import SimGeometricDetector
+from success_detector_node.core.judging import SceneEntry, make_judge
 
 
 def scene(*entries: SceneEntry) -> dict[str, SceneEntry]:
@@ -42,18 +43,16 @@ def test_missing_object_is_failure_with_reason() -> None:
     assert not v.success and "red block" in v.explanation
 
 
-def test_unknown_skill_and_strategy() -> None:
+def test_unknown_skill_and_judge() -> None:
     assert not D.detect("wave", [], {}).success
-    with pytest.raises(ValueError, match="unknown success detector"):
-        make_detector("magic", {})
+    with pytest.raises(ValueError, match="unknown judges 'magic'; known: .*sim_geometric"):
+        make_judge("magic", {})
     with pytest.raises(ValueError):
         SimGeometricDetector(0.0)
 
 
 def test_skill_result_says_that_nothing_checked_the_skill() -> None:
-    from success_detector_node.core.detectors import make_detector
-
-    d = make_detector("skill_result", {})
+    d = make_judge("skill_result", {})
     v = d.detect("go_to", ["table"], {})
     assert v.success and v.confidence == 0.5 and v.detector == "skill_result"
     assert v.explanation == "go_to(table): the skill reported success; nothing checked it"
