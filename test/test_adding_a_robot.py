@@ -15,7 +15,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 # Step 1 of docs/adding_a_robot.md: the backend module (here in a package of its own, named by a dotted
-# path; a module skills_node/backends/<name>.py is named by <name> alone).
+# path; a folder skills_node/robots/<name>/ is named by <name> alone).
 TOY_BACKEND = '''
 """Backend of a toy robot that waves (a stand-in for Spot or the kitchen)."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monologue_common.core.settings import ParamReader
-from skills_node.backends import BackendHandle, BackendHost, BackendPlugin
+from skills_node.plugin import BackendHandle, BackendHost, BackendPlugin
 from skills_node.core.types import Affordance, SkillError, SkillOutcome
 
 
@@ -118,7 +118,7 @@ def _node_parameters(node: str, args: list[str]) -> dict[str, object]:
 
 def test_a_new_robot_is_one_module_plus_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from monologue_bringup.graph import LIVE, REPLAY, find, graph_for, robot_params, robots, ros_args, select
-    from skills_node.backends import settings_from_parameters
+    from skills_node.plugin import settings_from_parameters
 
     pkg = tmp_path / "toy_robots"
     pkg.mkdir()

@@ -168,8 +168,8 @@ def spot_graph(other_ros_domain: int, tmp_path: Path, monkeypatch: pytest.Monkey
     On a ROS domain of its own (this process's clients too): apart from the tabletop graph's."""
     from monologue_bringup.up import Supervisor
     from monologue_domain.kitchen.world import make_state
-    from skills_node.testing.fake_spot import FakeSpot
-    from skills_node.testing.fake_spot_world import FakeKitchen
+    from skills_node.robots.spot.testing.fake_spot import FakeSpot
+    from skills_node.robots.spot.testing.fake_spot_world import FakeKitchen
 
     world = FakeKitchen(make_state({"coke": "far counter", "apple": "table", "sponge": "close counter"},
                                    "far counter"))

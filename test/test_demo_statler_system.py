@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from planner_node.core.statler_state import parse_state, render_state
+from planner_node.core.strategies.statler.state import parse_state, render_state
 
 pytestmark = [pytest.mark.system]
 

@@ -38,7 +38,7 @@ def kinematic_world(seed: int, blocks: int = 2) -> Any:
     blocks:=<blocks>` (its parameter files, the demo's scene parameters, the backend's own reader)."""
     from monologue_common.core.settings import ParamReader, parameters_from_files
     from monologue_domain.kinematic_world import TabletopWorld
-    from skills_node.backends import kinematic
+    from skills_node.robots.kinematic import plugin as kinematic
 
     params = parameters_from_files([CONFIG / "monologue.yaml", CONFIG / "robots" / "sim_kinematic.yaml"], "skills")
     params.update({"sim.seed": seed, "sim.num_blocks": blocks, "sim.num_bowls": max(blocks, 3),

@@ -48,7 +48,7 @@ def mount_pose() -> list[float]:
     """hand_T_camera: MOUNT_T, rotated so that the optical axis points straight down from the fake's look
     pose (the hand pitched down by LOOK_HAND's pitch)."""
     from perception_node.core.geometry import quaternion_from_matrix
-    from skills_node.testing.fake_spot import LOOK_HAND
+    from skills_node.robots.spot.testing.fake_spot import LOOK_HAND
 
     m = np.eye(4)
     m[:3, :3] = rot_y(LOOK_HAND[3]).T @ DOWN
@@ -57,8 +57,8 @@ def mount_pose() -> list[float]:
 
 def camera_in_odom(body: tuple[float, float, float]) -> np.ndarray:
     """odom_T_camera for a body pose (x, y, yaw) with the hand at the fake's look pose (m)."""
-    from skills_node.testing.fake_spot import LOOK_HAND
-    from skills_node.testing.fake_spot_world import BODY_HEIGHT
+    from skills_node.robots.spot.testing.fake_spot import LOOK_HAND
+    from skills_node.robots.spot.testing.fake_spot_world import BODY_HEIGHT
 
     hx, hy, hz, pitch = LOOK_HAND
     odom_body, body_hand = np.eye(4), np.eye(4)
@@ -135,8 +135,8 @@ def realsense_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory
     from monologue_bringup.graph import graph_for
     from monologue_domain.kitchen.world import make_state
     from perception_node.testing.fake_pyrealsense2 import SCENARIO_ENV, write_shim
-    from skills_node.testing.fake_spot import FakeSpot
-    from skills_node.testing.fake_spot_world import FakeKitchen
+    from skills_node.robots.spot.testing.fake_spot import FakeSpot
+    from skills_node.robots.spot.testing.fake_spot_world import FakeKitchen
 
     assert [s.name for s in graph_for("spot_realsense")][:2] == ["camera", "skills"]  # the table starts it
     world = FakeKitchen(make_state({"coke": "far counter"}, "far counter"))

@@ -1,5 +1,5 @@
 """`robot:=spot` as real ROS 2 processes against FakeSpot, a gRPC robot over TLS on 127.0.0.1 that the real
-bosdyn-client talks to and that hosts a small kitchen (skills_node.testing.fake_spot_world.FakeKitchen):
+bosdyn-client talks to and that hosts a small kitchen (skills_node.robots.spot.testing.fake_spot_world.FakeKitchen):
 
 - the graph (skills, perception, success detector, planner with the embedded LLM) brought up by
   monologue_bringup.up.Supervisor; perception runs its camera source on the hand images the skills node
@@ -138,8 +138,8 @@ def spot_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """The spot graph without viz: Spot starts in front of the far counter (the coke's)."""
     from monologue_bringup.up import Supervisor
     from monologue_domain.kitchen.world import make_state
-    from skills_node.testing.fake_spot import FakeSpot
-    from skills_node.testing.fake_spot_world import FakeKitchen
+    from skills_node.robots.spot.testing.fake_spot import FakeSpot
+    from skills_node.robots.spot.testing.fake_spot_world import FakeKitchen
 
     world = FakeKitchen(make_state(START, "far counter"))
     fake = FakeSpot(username=USER, password=PASSWORD, world=world, time_scale=0.1, image_size=(320, 240),
@@ -293,7 +293,7 @@ def test_lease_taken_by_the_tablet_mid_pick(spot_graph: tuple[Any, Any, list[str
 def test_shutdown_returns_the_lease(ros_domain: int) -> None:
     """Stopping the node (SIGINT, as monologue-up and the launch file do) stops Spot and returns the lease."""
     from monologue_bringup.up import Supervisor
-    from skills_node.testing.fake_spot import FakeSpot
+    from skills_node.robots.spot.testing.fake_spot import FakeSpot
 
     with FakeSpot(username=USER, password=PASSWORD, motion_duration_s=0.1) as fake:
         lines: list[str] = []
@@ -327,8 +327,8 @@ def test_approval_gate_over_ask_human(ros_domain: int) -> None:
     from monologue_bringup.up import Supervisor
     from monologue_domain.kitchen.world import make_state
     from monologue_interfaces.action import AskHuman
-    from skills_node.testing.fake_spot import FakeSpot
-    from skills_node.testing.fake_spot_world import FakeKitchen
+    from skills_node.robots.spot.testing.fake_spot import FakeSpot
+    from skills_node.robots.spot.testing.fake_spot_world import FakeKitchen
 
     world = FakeKitchen(make_state(START))
     domain = ros_domain + 50 if ros_domain < 150 else ros_domain - 50  # apart from the module's graph
@@ -368,7 +368,7 @@ def test_approval_gate_over_ask_human(ros_domain: int) -> None:
 def test_no_robot_is_a_clear_error_at_start(ros_domain: int, tmp_path: Path) -> None:
     """Spot unreachable (nothing listens on the port): the skills node exits at once saying so, no hang."""
     from monologue_bringup.up import Supervisor
-    from skills_node.testing.fake_spot import FakeSpot
+    from skills_node.robots.spot.testing.fake_spot import FakeSpot
 
     fake = FakeSpot(username=USER, password=PASSWORD).start()
     port, ca = fake.port, tmp_path / "ca.crt"

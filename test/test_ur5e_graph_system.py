@@ -1,5 +1,5 @@
 """The `ur5e` graph as the robot table brings it up (monologue_bringup.up.Supervisor), with fakes at the
-hardware boundaries only: the fake UR5e behind ur_rtde's API (skills_node.testing.fake_rtde) and the fake
+hardware boundaries only: the fake UR5e behind ur_rtde's API (skills_node.robots.ur5e.testing.fake_rtde) and the fake
 pyrealsense2 SDK under the RealSense publisher (perception_node.testing.fake_pyrealsense2). Perception
 runs its camera source with an open-vocabulary detector (a tiny random-weight OWL-ViT built here: no
 download, no oracle) and must report objects where the wrist camera looks, its pose from the arm's /tf
@@ -19,7 +19,7 @@ import pytest
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
 NODES = ["camera", "skills", "perception", "success_detector"]  # the ur5e graph without the LLM planner and viz
-FAKE_TCP = (0.40, 0.0, 0.30)  # m: where skills_node.testing.fake_rtde's arm starts, tool pointing down
+FAKE_TCP = (0.40, 0.0, 0.30)  # m: where skills_node.robots.ur5e.testing.fake_rtde's arm starts, tool pointing down
 
 
 def wrist_camera_position() -> tuple[float, float, float]:
@@ -75,7 +75,7 @@ def ur5e_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Ite
     sup = Supervisor("ur5e", "embedded", config_dir=REPO / "config", sink=lines.append, env=env, nodes=NODES,
                      node_params={
                          "camera": {"width": "320", "height": "240", "fps": "6"},
-                         "skills": {"ur5e.rtde_factory": "skills_node.testing.fake_rtde:factories_from_env",
+                         "skills": {"ur5e.rtde_factory": "skills_node.robots.ur5e.testing.fake_rtde:factories_from_env",
                                     "ur5e.probe": "false"},
                          # the detector of a real robot, with a test model; the camera pose from /tf
                          "perception": {"models.model_path": str(model), "score_threshold": "0.0",

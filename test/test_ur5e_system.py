@@ -47,7 +47,7 @@ def ur5e_skills(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> It
     lines: list[str] = []
     sup = Supervisor("ur5e", "embedded", config_dir=REPO / "config", sink=lines.append, env=env, nodes=["skills"],
                      node_params={"skills": {
-                         "ur5e.rtde_factory": "skills_node.testing.fake_rtde:factories_from_env",
+                         "ur5e.rtde_factory": "skills_node.robots.ur5e.testing.fake_rtde:factories_from_env",
                          "ur5e.probe": "false", "ur5e.contact.speed": "0.05", "ur5e.grip_delay": "0.05",
                          "ur5e.release_delay": "0.05", "status_rate": "10.0"}})
     sup.start()

@@ -222,7 +222,7 @@ def test_estop_button_latches_and_control_needs_the_token(ros_domain: int, brows
     lines: list[str] = []
     sup = Supervisor("ur5e", "embedded", config_dir=REPO / "config", sink=lines.append, env=env,
                      nodes=["skills", "web"], node_params={
-                         "skills": {"ur5e.rtde_factory": "skills_node.testing.fake_rtde:factories_from_env",
+                         "skills": {"ur5e.rtde_factory": "skills_node.robots.ur5e.testing.fake_rtde:factories_from_env",
                                     "ur5e.probe": "false", "status_rate": "10.0", "approval.mode": "skill",
                                     "approval.timeout": "60.0"},
                          "web": {"host": "0.0.0.0", "port": str(port), "transcript_dir": str(tmp_path),
