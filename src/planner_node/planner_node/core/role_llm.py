@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from monologue_common.core.settings import ParamReader
 from monologue_llm.base import LLMBackend, LLMError
-from monologue_llm.factory import ALL_KEYS, BACKENDS, make_backend_from_params
+from monologue_llm.factory import ALL_KEYS, backend_plugin, make_backend_from_params
 
 _BACKENDS: dict[str, LLMBackend] = {}  # built once per configuration
 _LOCK = threading.Lock()
@@ -25,8 +25,12 @@ def read_role_llm(r: ParamReader, section: str) -> dict[str, object]:
     r.check(isinstance(backend, str), f"{section}.backend: must be a string, got {backend!r}")
     if not backend:
         return {}
-    r.check(backend in BACKENDS, f"{section}.backend: must be one of {list(BACKENDS)} or \"\", got {backend!r}")
-    unknown = sorted(set(own) - ALL_KEYS)
+    keys = ALL_KEYS
+    try:  # a built-in, an entry point or a dotted module path (monologue_llm.plugin.LLM_BACKENDS)
+        keys = keys | backend_plugin(str(backend)).key_names
+    except ValueError as e:
+        r.check(False, f"{section}.backend: {e} (or \"\" for the planner's LLM)")
+    unknown = sorted(set(own) - keys)
     r.check(not unknown, f"{section}: unknown key(s) {unknown}; the keys of llm.* are {sorted(ALL_KEYS)}")
     base = {k[len("llm."):]: v for k, v in r.params.items() if k.startswith("llm.")}
     return {**base, **own}
