@@ -8,7 +8,7 @@ SHELL := /bin/bash
 ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 ARGS ?=
 
-.PHONY: help setup deps build demo bench test lint fix lock clean distclean reliability
+.PHONY: help setup deps build demo bench test test-fast lint fix lock clean distclean reliability screenshot
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(ROOT)/Makefile | awk -F':.*## ' '{ printf "  make %-10s %s\n", $$1, $$2 }'
@@ -32,10 +32,16 @@ bench: setup ## IM Table 1 / SC Table 2 / IM Table 3 / CAPE Tables I-II / S Tabl
 	cd $(ROOT) && . scripts/env.sh && monologue-bench $(ARGS)
 
 reliability: setup ## reliability and security figures R1-R7 + bad input as one table (ARGS=--short: the short runs; docs/reliability.md)
-	cd $(ROOT) && . scripts/env.sh && python -m benchmarks.reliability $(ARGS)
+	cd $(ROOT) && . scripts/env.sh && python -m monologue_eval.reliability $(ARGS)
 
 test: setup ## lint, type-check and run all tests
 	bash $(ROOT)/scripts/run_tests.sh $(ARGS)
+
+test-fast: setup ## the developer loop: lint, type-check and the unit tests on 2 workers (no graphs, no LLM)
+	bash $(ROOT)/scripts/run_tests.sh --fast $(ARGS)
+
+screenshot: setup ## regenerate docs/images/monitor.png: the web monitor during a MuJoCo episode (ARGS='--seed N')
+	cd $(ROOT) && . scripts/env.sh && python scripts/screenshot.py $(ARGS)
 
 lint: deps ## ruff + mypy only
 	bash $(ROOT)/scripts/run_tests.sh --lint-only

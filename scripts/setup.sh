@@ -52,11 +52,14 @@
 #                                -DCMAKE_PROJECT_INCLUDE=cmake/ros_wheels_fixup.cmake)
 #
 # pip's wheel cache (~/.cache/pip/wheels) is what makes llama-cpp-python cheap
-# after its first from-source compile (5-7 min on 2 idle cores, ~15 min on a
-# busy machine); this script never passes --no-cache-dir / --no-binary /
-# --force-reinstall, so keep it that way. llama.cpp is built with its defaults
-# (GGML_NATIVE=ON, i.e. tuned to this CPU): the cache is per machine, and
-# CMAKE_ARGS would not be part of pip's cache key anyway.
+# after its first from-source compile; this script never passes --no-cache-dir /
+# --no-binary / --force-reinstall, so keep it that way. llama.cpp is built for this
+# CPU only (GGML_NATIVE=ON, its default; the cache is per machine) without its
+# multimodal library (LLAVA_BUILD=OFF: libmtmd is loaded only for image chat, which
+# nothing here uses; 51 of 178 compile units), and llama-cpp-python already leaves
+# out llama.cpp's examples, tools, server and tests. A CMAKE_ARGS of your own
+# replaces that flag; CMAKE_ARGS is not part of pip's cache key, so a cached wheel
+# is reused whatever it says. docs/setup.md has the phase timings.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -302,7 +305,8 @@ else
   for f in "${REQ_FILES[@]}"; do
     case "$f" in "$REQ/bootstrap.txt"|"$REQ/torch-cpu.txt") ;; *) req_args+=(-r "$f") ;; esac
   done
-  pip_run install "${CONSTRAINTS[@]+"${CONSTRAINTS[@]}"}" "${req_args[@]}"
+  CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" \
+    pip_run install "${CONSTRAINTS[@]+"${CONSTRAINTS[@]}"}" "${req_args[@]}"
   # Guards: torch must be the CPU build, and torchvision must not be there at all.
   torch_version="$("$VPY" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)"
   case "$torch_version" in
