@@ -52,20 +52,23 @@ def test_bag_info_prints_the_transcript_and_statistics() -> None:
 
 @pytest.mark.system
 @pytest.mark.slow
+@pytest.mark.parametrize("container", [False, True], ids=["process_per_node", "in_process"])
 def test_fixture_replays_to_the_identical_transcript_and_so_does_its_recorded_replay(
-        ros_domain: int, tmp_path: Path) -> None:
+        ros_domain: int, tmp_path: Path, container: bool) -> None:
+    """In both process modes: a process per node, and the whole graph in this process (the default)."""
     from monologue_eval.replay import replay
 
     lines: list[str] = []
     again = tmp_path / "replayed"
-    rc = replay(FIXTURE, rate=RATE, config_dir=REPO / "config", record=again, sink=lines.append, say=lines.append)
+    rc = replay(FIXTURE, rate=RATE, config_dir=REPO / "config", record=again, sink=lines.append, say=lines.append,
+                container=container)
     text = "\n".join(lines)
     assert rc == 0, text[-6000:]
     assert "== episode 1: identical transcript (8 events)" in text
     assert (again / "metadata.yaml").is_file() and (again / "llm_cassette.jsonl").is_file()
     assert "had not written every transcript event" not in text  # the recorder confirmed all 8 before the stop
     lines.clear()
-    rc = replay(again, rate=2.0, config_dir=REPO / "config", sink=lines.append, say=lines.append)
+    rc = replay(again, rate=2.0, config_dir=REPO / "config", sink=lines.append, say=lines.append, container=container)
     assert rc == 0, "\n".join(lines)[-6000:]
 
 

@@ -28,7 +28,7 @@ from rclpy.utilities import try_shutdown
 from monologue_common.core.msgdefs import DefinitionError, MessageDefinitions
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import latched
-from monologue_common.runtime import run_node, to_time
+from monologue_common.runtime import Component, run_node, to_time
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import AffordanceReport, SkillAffordance
 from monologue_interfaces.srv import GetAffordances
@@ -218,6 +218,10 @@ def player_qos(recorded: QosSpec) -> QosSpec:
     was not yet discovered may say volatile for a latched topic); history depth as recorded for latched
     topics (several /tf_static messages), 10 for streams."""
     return QosSpec(reliable=True, transient_local=True, depth=recorded.depth if recorded.transient_local else 10)
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(PlayerNode, threads=4)
 
 
 def main(args: list[str] | None = None) -> None:

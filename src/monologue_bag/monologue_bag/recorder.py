@@ -33,6 +33,7 @@ from std_msgs.msg import String
 from monologue_common.core.msgdefs import DefinitionError, MessageDefinitions
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
+from monologue_common.runtime import Component
 
 from .core.bagio import BagError, BagWriter
 from .core.episode import TRANSCRIPT_TOPIC
@@ -159,6 +160,10 @@ class RecorderNode(Node):
             self._writer.close()
         finally:
             super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(RecorderNode, threads=2, before_stop=RecorderNode.drain)
 
 
 def main(args: list[str] | None = None) -> None:

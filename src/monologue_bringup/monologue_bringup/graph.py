@@ -2,7 +2,7 @@
 
 Parameters come from config/monologue.yaml, then config/robots/<robot>.yaml (after the file of the robot
 it `extends`, if any), then config/llm/<llm>.yaml; later files override earlier ones. What differs
-between robots (their own processes, the skills backend, the perception source, the success strategy,
+between robots (their own processes, the skills backend, the perception source, the success judge,
 the scene node) comes from the robot table, config/robots.yaml (monologue_domain.robots; docs/adding_a_robot.md).
 """
 from __future__ import annotations
@@ -118,7 +118,7 @@ def camera_node(robot: str, config_dir: Path | None = None) -> str:
 
 def robot_params(robot: str, config_dir: Path | None = None) -> dict[str, dict[str, str]]:
     """The parameters the table sets: the skills backend plug-in, the perception source, the success
-    strategy (they override the YAML files)."""
+    judge (they override the YAML files)."""
     return robot_entry(robot, config_dir).node_params()
 
 

@@ -5,9 +5,11 @@ prefixes their output, forwards SIGINT/SIGTERM and stops everything cleanly; whe
 whole graph stops (the launch file does the same).
 
     monologue-up [robot:=sim] [llm:=embedded] [log_level:=info] [record:=<bag dir>] [web:=true]
-                 [foxglove:=true] [--param skills:sim.seed=3 ...] [--config-dir DIR]
+                 [foxglove:=true] [container:=true] [--param skills:sim.seed=3 ...] [--config-dir DIR]
 
-The `key:=value` arguments are the launch file's (LAUNCH_ARGUMENTS, one table for both).
+The `key:=value` arguments are the launch file's (LAUNCH_ARGUMENTS, one table for both), plus
+container:=true, which runs every node in this one process (monologue_bringup.container) instead of
+one process per node.
 record:=<dir> also starts the recorder (rosbag2 MCAP into <dir>) and stores the planner's LLM
 cassette and transcript files next to the bag, so `monologue-replay <dir>` can replay the run; a
 directory that already holds a bag is refused.
@@ -15,37 +17,29 @@ directory that already holds a bag is refused.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 from monologue_bag.core.layout import bag_files_in
 
 from .graph import (
-    LIVE,
     LLMS,
     RECORD,
     ROBOTS,
     NodeSpec,
-    all_nodes,
-    dds_env,
-    default_config_dir,
-    graph_for,
-    params_custom_data,
     parse_launch_args,
-    record_params,
     ros_args,
     scene_node,
 )
-
-Sink = Callable[[str], None]
+from .graph_run import GraphRun
 
 
 @dataclass(frozen=True)
@@ -74,17 +68,26 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
 )
 
 
+# monologue-up's own arguments (the launch file always starts processes).
+UP_ARGUMENTS: tuple[LaunchArgument, ...] = LAUNCH_ARGUMENTS + (
+    LaunchArgument("container", "false", "Run every node in this one process on one rclpy context, as a ROS 2 "
+                   "component container (fast start-up; monologue_bringup.container) instead of one process "
+                   "per node", ("true", "false")),
+)
+
+
 def scene_params(robot: str, scene: str, config_dir: Path | None = None) -> dict[str, dict[str, str]]:
     """The scene node's `sim.scene` for `scene:=` ({} when empty); ValueError for a robot without a scene."""
     return {scene_node(robot, config_dir): {"sim.scene": scene}} if scene else {}
 
 
-def launch_values(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
-    """LAUNCH_ARGUMENTS values from `key:=value` items of `argv` (defaults otherwise), and the other items.
+def launch_values(argv: Sequence[str], arguments: Sequence[LaunchArgument] = LAUNCH_ARGUMENTS
+                  ) -> tuple[dict[str, str], list[str]]:
+    """`arguments`' values from `key:=value` items of `argv` (defaults otherwise), and the other items.
 
     Raises ValueError for an unknown key or a value outside an argument's choices."""
-    values, rest = parse_launch_args(argv, {a.name: a.default for a in LAUNCH_ARGUMENTS})
-    for a in LAUNCH_ARGUMENTS:
+    values, rest = parse_launch_args(argv, {a.name: a.default for a in arguments})
+    for a in arguments:
         if a.choices and values[a.name] not in a.choices:
             raise ValueError(f"{a.name}:={values[a.name]} is not one of {list(a.choices)}")
     return values, rest
@@ -118,61 +121,10 @@ def executable_path(spec: NodeSpec) -> Path:
     return exe
 
 
-class Supervisor:
+class Supervisor(GraphRun):
     """Runs every node of the robot's graph (graph_for) as a child process; usable as a context manager."""
 
-    def __init__(
-        self,
-        robot: str = "sim",
-        llm: str = "embedded",
-        config_dir: Path | None = None,
-        node_params: Mapping[str, Mapping[str, str]] | None = None,
-        env: Mapping[str, str] | None = None,
-        sink: Sink | None = None,
-        log_level: str = "info",
-        nodes: Sequence[str] | None = None,
-        mode: str = LIVE,
-        record: Path | None = None,
-        web: bool = False,
-        foxglove: bool = False,
-    ) -> None:
-        """`nodes` defaults to the nodes of `mode` (graph.select); `record` adds the recorder writing
-        into that bag directory (its parameters are merged under `node_params`); `web` adds the web
-        monitor (its history follows the planner's transcript_dir unless given); `foxglove` adds the Foxglove bridge."""
-        self.robot, self.llm = robot, llm
-        self.config_dir = config_dir or default_config_dir()
-        self.record = record
-        self.node_params: dict[str, dict[str, str]] = {}
-        if record is not None:
-            kept = ("transcript_dir",) + (("llm.cassette_path", "llm.cassette_mode") if mode == LIVE else ())
-            moved = sorted(k for k in kept if k in (node_params or {}).get("planner", {}))
-            if moved:
-                raise ValueError(f"a recorded run keeps the planner's {moved} in the bag (a replay reads the "
-                                 "transcript header and the LLM cassette from there); do not override them")
-            custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": mode,
-                      **params_custom_data(node_params or {}, robot, self.config_dir)}
-            self.node_params = record_params(record, mode, **custom)
-        for k, v in (node_params or {}).items():
-            self.node_params.setdefault(k, {}).update(v)
-        self.env = dict(os.environ if env is None else env)
-        self.env.setdefault("PYTHONUNBUFFERED", "1")
-        self.env.update({k: v for k, v in dds_env(self.config_dir).items() if k not in self.env})
-        self.env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
-        self.sink = sink or (lambda line: print(line, flush=True))
-        self.log_level = log_level
-        every = all_nodes(robot, self.config_dir)
-        chosen = (list(nodes) if nodes is not None
-                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir, web, foxglove)])
-        planner_dir = self.node_params.get("planner", {}).get("transcript_dir")
-        if "web" in chosen and planner_dir:
-            self.node_params.setdefault("web", {}).setdefault("transcript_dir", planner_dir)
-        if "web" in chosen and record is not None:  # the history lists this run's bag beside the others
-            self.node_params.setdefault("web", {}).setdefault(
-                "bag_dirs", json.dumps([str(Path(record).expanduser().absolute().parent)]))
-        self.specs = [s for s in every if s.name in chosen]
-        unknown = (set(self.node_params) | set(chosen)) - {s.name for s in every}
-        if unknown:
-            raise ValueError(f"parameters for unknown nodes: {sorted(unknown)}")
+    def _init_state(self) -> None:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._threads: list[threading.Thread] = []
 
@@ -183,7 +135,7 @@ class Supervisor:
             for s in self.specs
         }
 
-    def start(self) -> Supervisor:
+    def start(self) -> Self:
         for name, cmd in self.commands().items():
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
@@ -244,11 +196,14 @@ class Supervisor:
                 pass
         time.sleep(1.0)  # s: time to print
 
-    def __enter__(self) -> Supervisor:
-        return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+def graph_runner(container: bool) -> type[GraphRun]:
+    """Supervisor (a process per node), or with `container` the in-process Container (same arguments)."""
+    if not container:
+        return Supervisor
+    from .container import Container  # rclpy: only when asked for
+
+    return Container
 
 
 def parse_node_params(items: Sequence[str]) -> dict[str, dict[str, str]]:
@@ -269,11 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="launch arguments:\n" + "\n".join(
                                      f"  {a.name}:= ({'|'.join(a.choices) or 'any'}, default {a.default!r}) "
-                                     f"{a.description}" for a in LAUNCH_ARGUMENTS))
+                                     f"{a.description}" for a in UP_ARGUMENTS))
     ap.add_argument("--param", action="append", default=[], help="node:name=value parameter override")
     ap.add_argument("--config-dir", type=Path, default=None)
     try:
-        values, rest = launch_values(argv)
+        values, rest = launch_values(argv, UP_ARGUMENTS)
         ns = ap.parse_args(rest)
         node_params = scene_params(values["robot"], values["scene"], ns.config_dir)
         for node, params in parse_node_params(ns.param).items():  # --param wins
@@ -286,13 +241,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"monologue-up: {error}", file=sys.stderr)
         return 2
     record = Path(values["record"]) if values["record"] else None
-    sup = Supervisor(values["robot"], values["llm"], ns.config_dir, node_params,
-                     log_level=values["log_level"], record=record, web=values["web"] == "true",
-                     foxglove=values["foxglove"] == "true")
+    runner = graph_runner(values["container"] == "true")
+    sup = runner(values["robot"], values["llm"], ns.config_dir, node_params,
+                 log_level=values["log_level"], record=record, web=values["web"] == "true",
+                 foxglove=values["foxglove"] == "true")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    sup.start()
+    try:
+        sup.start()
+    except RuntimeError as e:  # a node of an in-process graph failed to load or start (ContainerError)
+        print(f"monologue-up: {e}", file=sys.stderr)
+        sup.stop()
+        return 1
     rc = 0
     while not stop.wait(0.2):
         dead = sup.dead()

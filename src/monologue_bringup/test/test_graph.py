@@ -54,14 +54,14 @@ def test_graph_has_the_nodes() -> None:
 
 def test_the_robot_table_decides_backend_camera_perception_and_success() -> None:
     """One vocabulary: a robot name; its entry names the skills plug-in, camera, perception source and
-    success strategy, and the graph passes them to the nodes (after the parameter files)."""
+    success judge, and the graph passes them to the nodes (after the parameter files)."""
     assert ROBOTS == robots() == ("sim", "sim_kinematic", "ur5e", "sim_kitchen", "sim_household", "spot",
                                  "spot_realsense")
     assert simulated_robots() == ("sim", "sim_kinematic", "sim_kitchen", "sim_household")
     assert robot_entry("sim_kitchen").world == "kitchen" and robot_entry("ur5e").world == "tabletop"
     assert robot_params("ur5e") == {"skills": {"backend": "ur5e"}, "perception": {"source": "camera"},
-                                    "success_detector": {"strategy": "tabletop"}}
-    assert robot_params("sim")["skills"] == {"backend": "sim"}
+                                    "success_detector": {"judge": "tabletop"}}
+    assert robot_params("sim")["skills"] == {"backend": "mujoco"}
     assert robot_params("sim_kinematic")["skills"] == {"backend": "kinematic"}
     assert (camera_node("ur5e"), camera_node("sim"), camera_node("sim_kinematic")) == ("camera", "tabletop_sim", "")
     assert (scene_node("sim"), scene_node("sim_kinematic")) == ("tabletop_sim", "skills")
@@ -233,7 +233,7 @@ def test_perception_and_success_parameters_travel_in_the_bag() -> None:
     from monologue_bringup.graph import params_custom_data, params_from_custom_data
 
     params = {"perception": {"source": "camera", "candidates": "[red block, blue bowl]", "refresh_timeout": "8.0"},
-              "success_detector": {"strategy": "tabletop"}, "planner": {"transcript_dir": "/tmp/x"}}
+              "success_detector": {"judge": "tabletop"}, "planner": {"transcript_dir": "/tmp/x"}}
     custom = params_custom_data(params)
     assert set(custom) == {"monologue.params.perception", "monologue.params.success_detector"}
     assert all(c not in v for v in custom.values() for c in ' ,"[]')  # safe inside custom_data's string list
@@ -242,7 +242,7 @@ def test_perception_and_success_parameters_travel_in_the_bag() -> None:
     # what the robot table sets travels too (the recorded overrides win)
     ur5e = params_from_custom_data(params_custom_data({"perception": {"score_threshold": "0.2"}}, "ur5e"))
     assert ur5e == {"perception": {"source": "camera", "score_threshold": "0.2"},
-                    "success_detector": {"strategy": "tabletop"}}
+                    "success_detector": {"judge": "tabletop"}}
     assert params_from_custom_data(params_custom_data(params, "sim"))["perception"]["source"] == "camera"
 
 

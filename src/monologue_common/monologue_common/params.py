@@ -2,6 +2,9 @@
 their parameters declared from the YAML overrides, and read them as one flat mapping."""
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rclpy.node import Node
@@ -13,6 +16,21 @@ NODE_OPTIONS: dict[str, Any] = {
     "allow_undeclared_parameters": True,
     "automatically_declare_parameters_from_overrides": True,
 }
+_ARGUMENTS_LOCK = threading.Lock()
+
+
+@contextmanager
+def node_arguments(cli_args: Sequence[str]) -> Iterator[None]:
+    """Nodes created with **NODE_OPTIONS inside this block also get `cli_args` (`--ros-args ...`: name
+    remap, parameter files, -p overrides), as a ROS 2 component container passes each component the
+    arguments of its NodeOptions: an in-process graph (monologue_bringup.container) gives every node
+    the arguments its own process would get. One block at a time."""
+    with _ARGUMENTS_LOCK:
+        NODE_OPTIONS["cli_args"] = list(cli_args)
+        try:
+            yield
+        finally:
+            del NODE_OPTIONS["cli_args"]
 
 
 def parameter_values(node: Node) -> dict[str, object]:

@@ -7,7 +7,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import rclpy
 from builtin_interfaces.msg import Time
@@ -22,11 +23,31 @@ class WaitTimeout(Exception):
     """A future did not complete within its timeout."""
 
 
+N = TypeVar("N", bound=Node)
+
+
+@dataclass(frozen=True)
+class Component(Generic[N]):
+    """A node as an in-process graph (monologue_bringup.container) runs it, next to the others in one
+    process: its factory, the threads of its own executor (as its process's `run_node` would spin it),
+    and what to do before it is stopped (a recorder drains what is in flight)."""
+
+    factory: Callable[[], N]
+    threads: int = 4
+    before_stop: Callable[[N], None] | None = None
+
+
+def setup_process_logging() -> None:
+    """Python logging as every node process has it, and SIGUSR1 printing every thread's stack (the
+    supervisor asks before SIGKILL)."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if hasattr(faulthandler, "register"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 def run_node(factory: Callable[[], Node], threads: int = 4, args: list[str] | None = None) -> None:
     """Create the node, spin it on a multi-threaded executor, and shut down cleanly on Ctrl-C."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if hasattr(faulthandler, "register"):  # SIGUSR1 prints every thread's stack (the supervisor asks before SIGKILL)
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    setup_process_logging()
     rclpy.init(args=args)
     node: Node | None = None
     executor: Executor | None = None

@@ -15,7 +15,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
-from monologue_common.runtime import run_node
+from monologue_common.runtime import Component, run_node
 from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import SceneDescription, TranscriptEvent
@@ -84,6 +84,10 @@ def to_marker(s: MarkerSpec, stamp: Time) -> Marker:
     m.lifetime = Duration(sec=sec, nanosec=int((s.lifetime_s - sec) * 1e9))
     m.frame_locked = False
     return m
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(VizNode, threads=2)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -23,7 +23,7 @@ from rclpy.subscription import Subscription
 
 from monologue_common.core.msgdefs import DefinitionError, MessageDefinitions, split_type
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
-from monologue_common.runtime import run_node
+from monologue_common.runtime import Component, run_node
 
 from .core.foxglove_channels import (
     FoxgloveSettings,
@@ -123,6 +123,10 @@ class FoxgloveBridgeNode(Node):
             self._server.stop()
         finally:
             super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(FoxgloveBridgeNode, threads=2)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -31,7 +31,7 @@ from std_msgs.msg import Bool
 from monologue_common.actions import ActionClient
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, TRANSCRIPT
-from monologue_common.runtime import WaitTimeout, call_service, run_node, wait_future
+from monologue_common.runtime import Component, WaitTimeout, call_service, run_node, wait_future
 from monologue_interfaces.action import AskHuman, ExecuteInstruction, ExecuteSkill
 from monologue_interfaces.msg import HumanInput, RobotStatus, SceneDescription, StepScores, TranscriptEvent
 from monologue_interfaces.srv import ResetEstop
@@ -315,6 +315,10 @@ class WebNode(Node):
         if res is None or not res.success:
             raise ControlError(f"estop_reset refused: {getattr(res, 'message', '')}")
         return str(res.message)
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(WebNode, threads=4)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -35,7 +35,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused  # noqa: E402
 from monologue_common.qos import LATCHED  # noqa: E402
-from monologue_common.runtime import run_node  # noqa: E402
+from monologue_common.runtime import Component, run_node  # noqa: E402
 from monologue_domain.msgs import scene_to_msg  # noqa: E402
 from monologue_domain.scene_spec import layout_scene, make_spec  # noqa: E402
 from monologue_domain.statler_domains import TRUTH_TOPIC, DomainTruth, domain_spec  # noqa: E402
@@ -371,6 +371,10 @@ def _camera_info(header: Header, frame: CameraFrame) -> CameraInfo:
     info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     info.p = [k.fx, 0.0, k.cx, 0.0, 0.0, k.fy, k.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
     return info
+
+
+# The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.
+COMPONENT = Component(TabletopSimNode, threads=6)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -1,0 +1,93 @@
+"""What a run of the graph starts, whatever runs it: the nodes, their parameters and environment.
+
+up.Supervisor starts them as processes, container.Container in this process (`container:=true`).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Self
+
+from .graph import LIVE, all_nodes, dds_env, default_config_dir, graph_for, params_custom_data, record_params
+
+Sink = Callable[[str], None]
+
+
+class GraphRun:
+    """The nodes of the robot's graph (graph_for, or `nodes`) and the parameters and environment each gets;
+    Supervisor runs them as processes, Container (container.py) in this process. A context manager."""
+
+    def __init__(
+        self,
+        robot: str = "sim",
+        llm: str = "embedded",
+        config_dir: Path | None = None,
+        node_params: Mapping[str, Mapping[str, str]] | None = None,
+        env: Mapping[str, str] | None = None,
+        sink: Sink | None = None,
+        log_level: str = "info",
+        nodes: Sequence[str] | None = None,
+        mode: str = LIVE,
+        record: Path | None = None,
+        web: bool = False,
+        foxglove: bool = False,
+    ) -> None:
+        """`nodes` defaults to the nodes of `mode` (graph.select); `record` adds the recorder writing
+        into that bag directory (its parameters are merged under `node_params`); `web` adds the web
+        monitor (its history follows the planner's transcript_dir unless given); `foxglove` adds the Foxglove bridge."""
+        self.robot, self.llm = robot, llm
+        self.config_dir = config_dir or default_config_dir()
+        self.record = record
+        self.node_params: dict[str, dict[str, str]] = {}
+        if record is not None:
+            kept = ("transcript_dir",) + (("llm.cassette_path", "llm.cassette_mode") if mode == LIVE else ())
+            moved = sorted(k for k in kept if k in (node_params or {}).get("planner", {}))
+            if moved:
+                raise ValueError(f"a recorded run keeps the planner's {moved} in the bag (a replay reads the "
+                                 "transcript header and the LLM cassette from there); do not override them")
+            custom = {"monologue.robot": robot, "monologue.llm": llm, "monologue.mode": mode,
+                      **params_custom_data(node_params or {}, robot, self.config_dir)}
+            self.node_params = record_params(record, mode, **custom)
+        for k, v in (node_params or {}).items():
+            self.node_params.setdefault(k, {}).update(v)
+        self.env = dict(os.environ if env is None else env)
+        self.env.setdefault("PYTHONUNBUFFERED", "1")
+        self.env.update({k: v for k, v in dds_env(self.config_dir).items() if k not in self.env})
+        self.env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
+        self.sink = sink or (lambda line: print(line, flush=True))
+        self.log_level = log_level
+        every = all_nodes(robot, self.config_dir)
+        chosen = (list(nodes) if nodes is not None
+                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir, web, foxglove)])
+        planner_dir = self.node_params.get("planner", {}).get("transcript_dir")
+        if "web" in chosen and planner_dir:
+            self.node_params.setdefault("web", {}).setdefault("transcript_dir", planner_dir)
+        if "web" in chosen and record is not None:  # the history lists this run's bag beside the others
+            self.node_params.setdefault("web", {}).setdefault(
+                "bag_dirs", json.dumps([str(Path(record).expanduser().absolute().parent)]))
+        self.specs = [s for s in every if s.name in chosen]
+        unknown = (set(self.node_params) | set(chosen)) - {s.name for s in every}
+        if unknown:
+            raise ValueError(f"parameters for unknown nodes: {sorted(unknown)}")
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """What the runner keeps about the running nodes (set before start)."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def dead(self) -> dict[str, int]:
+        """Nodes that have exited, with their return codes."""
+        raise NotImplementedError
+
+    def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
