@@ -34,13 +34,16 @@ def test_a_claimed_domain_is_not_claimed_again_until_released() -> None:
 
 
 def test_a_domain_with_a_participant_is_avoided() -> None:
-    # bind a port of domain 214's range, as a DDS participant would
+    # bind a port of domain 8's range, as a DDS participant would (domains 7 and 8 use ports 9150-9649,
+    # below the ephemeral range, so no other socket makes them look taken by chance)
+    if d.domains_in_use() & {7, 8}:
+        pytest.skip("a graph runs on domain 7 or 8 right now")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
-            s.bind(("127.0.0.1", 7400 + 250 * 214 + 10 + 2 * (os.getpid() % 100)))
+            s.bind(("127.0.0.1", 7400 + 250 * 8 + 10 + 2 * (os.getpid() % 100)))
         except OSError:
             pytest.skip("the port is taken")
-        assert all(d.pick(213, 214, seed=seed) == 213 for seed in range(10))
+        assert all(d.pick(7, 8, seed=seed) == 7 for seed in range(10))
 
 
 def test_bad_ranges_are_refused() -> None:

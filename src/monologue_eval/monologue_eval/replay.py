@@ -88,6 +88,16 @@ def wait_for_perception(timeout_s: float) -> bool:
             rclpy.shutdown()
 
 
+HOLD_PERIOD_S = 0.2  # s: the player's re-publication period while a skill waits (config/monologue.yaml)
+
+
+def hold_period_for(rate: float) -> float:
+    """The player's hold period for a replay at `rate` (s of real time): the configured 0.2 s up to rate 10,
+    shorter above it (down to 0.02 s at rate 100), so a success check waiting for a fresh scene waits as
+    long in bag time as at rate 10."""
+    return max(0.02, min(HOLD_PERIOD_S, 2.0 / rate))
+
+
 def replay(
     bag_dir: Path,
     rate: float = 1.0,
@@ -132,7 +142,8 @@ def replay(
     with tempfile.TemporaryDirectory(prefix="monologue_replay_") as tmp:
         params: dict[str, dict[str, str]] = {
             "bag_player": {"bag": str(bag_dir.resolve()), "rate": str(float(rate)),
-                           "start_offset": str(float(start_offset_s)), "episode": "true"},
+                           "start_offset": str(float(start_offset_s)), "episode": "true",
+                           "hold_period": str(hold_period_for(rate))},
             "planner": {"llm.cassette_mode": "replay", "llm.cassette_path": str(cassette.resolve()),
                         **planner_params(episodes[0])},
         }

@@ -222,7 +222,8 @@ def test_preconditions_are_the_kitchen_worlds(rig: Rig) -> None:
 
 
 def test_find_scans_the_search_locations() -> None:
-    with make_rig(START) as rig:
+    # 1 s per look (5 s by default): the scenes come at the eye's rate, well within it
+    with make_rig(START, **{"spot.look_timeout": 1.0}) as rig:
         out = rig.run("find", "apple")  # never seen: close counter, far counter, then the table
         assert out.ok, out.message
         assert out.message == "found the apple at the table"

@@ -5,7 +5,9 @@ Two ways a domain is taken on this machine:
   for as long as it runs (`claim`);
 - a running DDS participant has bound a UDP port of the domain's range. Fast DDS's well-known ports
   (RTPS spec 9.6.1.1, PB = 7400, DG = 250) put domain d on ports 7400 + 250 d .. 7400 + 250 d + 249,
-  so a port in /proc/net/udp{,6} says which domains have participants (`domains_in_use`).
+  so a port in /proc/net/udp{,6} says which domains have participants (`domains_in_use`). This is a
+  preference, not a guarantee: from domain 102 up these ports lie in Linux's ephemeral range, where any
+  socket can make a domain look taken (and the lock files are what keeps test sessions apart).
 
 Ranges (never overlapping, so a shell's graph never meets a test's): shells 1-99 (scripts/env.sh
 picks one with `python -m monologue_common.core.domain`), test sessions and benchmarks 100-199,
