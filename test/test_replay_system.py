@@ -55,21 +55,31 @@ def test_bag_info_prints_the_transcript_and_statistics() -> None:
 @pytest.mark.parametrize("container", [False, True], ids=["process_per_node", "in_process"])
 def test_fixture_replays_to_the_identical_transcript_and_so_does_its_recorded_replay(
         ros_domain: int, tmp_path: Path, container: bool) -> None:
-    """In both process modes: a process per node, and the whole graph in this process (the default)."""
+    """In both process modes: a process per node (the `replay` function's default), and the whole graph in
+    one process (the command line's default; run as the command, so the in-process graph ends with it)."""
     from monologue_eval.replay import replay
 
-    lines: list[str] = []
     again = tmp_path / "replayed"
-    rc = replay(FIXTURE, rate=RATE, config_dir=REPO / "config", record=again, sink=lines.append, say=lines.append,
-                container=container)
-    text = "\n".join(lines)
+    if container:
+        out = _cli("monologue-replay", str(FIXTURE), f"rate:={RATE}", f"record:={again}", "container:=true",
+                   "--config-dir", str(REPO / "config"))
+        rc, text = out.returncode, out.stdout + out.stderr
+    else:
+        lines: list[str] = []
+        rc = replay(FIXTURE, rate=RATE, config_dir=REPO / "config", record=again, sink=lines.append,
+                    say=lines.append)
+        text = "\n".join(lines)
     assert rc == 0, text[-6000:]
     assert "== episode 1: identical transcript (8 events)" in text
     assert (again / "metadata.yaml").is_file() and (again / "llm_cassette.jsonl").is_file()
     assert "had not written every transcript event" not in text  # the recorder confirmed all 8 before the stop
-    lines.clear()
-    rc = replay(again, rate=2.0, config_dir=REPO / "config", sink=lines.append, say=lines.append, container=container)
-    assert rc == 0, "\n".join(lines)[-6000:]
+    if container:
+        out = _cli("monologue-replay", str(again), "rate:=2", "container:=true", "--config-dir", str(REPO / "config"))
+        assert out.returncode == 0, (out.stdout + out.stderr)[-6000:]
+    else:
+        lines = []
+        rc = replay(again, rate=2.0, config_dir=REPO / "config", sink=lines.append, say=lines.append)
+        assert rc == 0, "\n".join(lines)[-6000:]
 
 
 @pytest.mark.system

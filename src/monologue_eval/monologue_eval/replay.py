@@ -111,10 +111,12 @@ def replay(
     sink: Callable[[str], None] | None = None,
     say: Callable[[str], None] = print,
     log_level: str = "warn",
-    container: bool = True,
+    container: bool = False,
 ) -> int:
     """Replay every episode of `bag_dir` (the graph in this process with `container`, else a process per
-    node); return the exit status described in the module doc."""
+    node); return the exit status described in the module doc. The command line's default is one process
+    (the process ends with the replay); called from a process that goes on, the default is a process per
+    node, which leaves nothing behind in the caller."""
     from monologue_bag.core.bagio import Bag, BagError
     from monologue_bag.core.compare import first_divergence
     from monologue_bag.core.episode import event_from_msg, goal_spec, planner_params, read_recording
