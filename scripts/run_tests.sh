@@ -5,7 +5,10 @@
 #   2. the import contract between packages (test/import_contract.py)  (fatal)
 #   3. mypy, strict, over every Python package of src/ (their manifests declare them:
 #      scripts/workspace.py)  (fatal)
-#   4. pytest over src/*/test and test/ (config: pytest.ini at the root)
+#   4. pytest over src/*/test and test/ (config: pytest.ini at the root), in two sessions: everything that
+#      starts no graph (unit tests, LLM backends, the real embedded model) on 2 pytest-xdist workers
+#      (MONOLOGUE_TEST_WORKERS), then the system tests (`system` mark) one at a time; a last line totals both.
+#      With arguments, one session of what they select.
 #
 # --fast (`make test-fast`, the developer loop): steps 1-3, then only the unit tests (no system,
 # slow or llm marks), on both cores with pytest-xdist.
@@ -94,17 +97,45 @@ if [ "${#test_dirs[@]}" -eq 0 ]; then
   exit 5
 fi
 
-t0="$(_now)"
-echo "==> pytest ${test_dirs[*]} $*"
-set +e
-fast_args=()
+workers="${MONOLOGUE_TEST_WORKERS:-2}"
+run_pytest() {  # run_pytest <label> <pytest args...>: one pytest session, its output kept for the summary
+  local label="$1" t0 rc
+  shift
+  t0="$(_now)"
+  echo "==> pytest ($label) ${test_dirs[*]} $*"
+  set +e
+  python -m pytest -c "$ROOT/pytest.ini" --rootdir "$ROOT" "${test_dirs[@]}" "$@" 2>&1 | tee "$PYTEST_LOG"
+  rc="${PIPESTATUS[0]}"
+  set -e
+  echo "<== pytest ($label): exit $rc ($(_since "$t0")s)"
+  # the counts of pytest's closing line, for the total below
+  local line n word
+  line="$(grep -E '(passed|failed|errors?|skipped|no tests ran).* in [0-9.]+s' "$PYTEST_LOG" | tail -n 1)"
+  for word in passed failed skipped error; do
+    n="$(echo "$line" | grep -oE "[0-9]+ ${word}" | head -n 1 | grep -oE '^[0-9]+' || true)"
+    COUNTS[$word]=$(( ${COUNTS[$word]} + ${n:-0} ))
+  done
+  return "$rc"
+}
+PYTEST_LOG="$(mktemp)"
+trap 'rm -f "$PYTEST_LOG"' EXIT
+declare -A COUNTS=([passed]=0 [failed]=0 [skipped]=0 [error]=0)
+t_all="$(_now)"
+rc=0
 if [ "$FAST" = 1 ]; then
-  fast_args=(-m "not system and not slow and not llm" -n "${MONOLOGUE_TEST_WORKERS:-2}" --durations=10)
+  # the developer loop: unit tests only, on both cores
+  run_pytest "unit tests on $workers workers" -m "not system and not slow and not llm" -n "$workers" \
+    --durations=10 "$@" || rc=$?
+elif [ "$#" -gt 0 ]; then
+  run_pytest "selected" "$@" || rc=$?  # what the caller asked for, as one session
+else
+  # make test: everything that starts no graph (unit tests, the LLM backends and the real model) on both
+  # cores, then the system tests one at a time (each starts its own graph of processes)
+  run_pytest "unit and LLM tests on $workers workers" -m "not system" -n "$workers" || rc=$?
+  run_pytest "system tests" -m "system" -p no:xdist || { r=$?; [ "$rc" -eq 0 ] && rc=$r; }
 fi
-python -m pytest -c "$ROOT/pytest.ini" --rootdir "$ROOT" "${test_dirs[@]}" "${fast_args[@]}" "$@"
-rc=$?
-set -e
-echo "<== pytest: exit $rc ($(_since "$t0")s)"
+echo "pytest took $(_since "$t_all")s in all"
+echo "total: ${COUNTS[passed]} passed, $(( ${COUNTS[failed]} + ${COUNTS[error]} )) failed, ${COUNTS[skipped]} skipped"
 if [ "$rc" -eq 5 ]; then
   if [ "${MONOLOGUE_ALLOW_NO_TESTS:-0}" = 1 ]; then
     echo "run_tests.sh: pytest collected no tests (allowed by MONOLOGUE_ALLOW_NO_TESTS=1)"
