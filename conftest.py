@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,16 +53,15 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID')} (this session's own; conftest.py)"
 
 
-_TMP = os.path.realpath(tempfile.gettempdir())
-
-
 @pytest.fixture(autouse=True)
-def _forget_modules_imported_from_temporary_directories() -> Iterator[None]:
+def _forget_modules_imported_from_temporary_directories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Plug-in tests write packages into tmp_path and import them by name; forget those modules afterwards,
-    so a later test (on the same xdist worker) writing a package of the same name imports its own."""
+    so a later test (on the same xdist worker) writing a package of the same name imports its own. Only
+    modules under pytest's own temporary base directory count (a checkout may itself live in /tmp)."""
+    base = os.path.realpath(tmp_path_factory.getbasetemp()) + os.sep
     before = set(sys.modules)
     yield
     for name in set(sys.modules) - before:
         path = getattr(sys.modules.get(name), "__file__", None) or ""
-        if path and os.path.realpath(path).startswith(_TMP + os.sep):
+        if path and os.path.realpath(path).startswith(base):
             del sys.modules[name]

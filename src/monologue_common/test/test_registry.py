@@ -20,8 +20,9 @@ def plugin_dir(tmp_path: Path) -> Iterator[Path]:
         yield tmp_path
     finally:
         sys.path.remove(str(tmp_path))
-        for name in set(sys.modules) - before:
-            del sys.modules[name]
+        for name in set(sys.modules) - before:  # the modules of tmp_path only
+            if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(tmp_path)):
+                del sys.modules[name]
 
 
 def test_register_get_and_names_in_order() -> None:
