@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,21 @@ def _forget_modules_imported_from_temporary_directories(tmp_path_factory: pytest
         path = getattr(sys.modules.get(name), "__file__", None) or ""
         if path and os.path.realpath(path).startswith(base):
             del sys.modules[name]
+
+
+@pytest.fixture
+def plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], str]:
+    """`write(dotted, source)`: the plug-in module `<package>.<module>` holding `source`, written into tmp_path
+    with its package's `__init__.py` and put on sys.path as PYTHONPATH would; returns the dotted name (a
+    plug-in from outside the project, selected by that name). Its modules are forgotten after the test."""
+
+    def write(dotted: str, source: str) -> str:
+        parts = dotted.split(".")
+        for i in range(1, len(parts)):
+            tmp_path.joinpath(*parts[:i]).mkdir(exist_ok=True)
+            tmp_path.joinpath(*parts[:i], "__init__.py").touch()
+        tmp_path.joinpath(*parts[:-1], f"{parts[-1]}.py").write_text(textwrap.dedent(source))
+        monkeypatch.syspath_prepend(str(tmp_path))
+        return dotted
+
+    return write

@@ -3,8 +3,7 @@ temporary directory, named by its dotted module path, is found, its keys are che
 also behind a cassette; the built-ins stay listed (no ROS, no model)."""
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,13 +49,8 @@ PLUGIN = BackendPlugin({"repeat": ((int,), 1)}, lambda values, log: EchoBackend(
 
 
 @pytest.fixture
-def echo_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    pkg = tmp_path / "my_llms"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "echo.py").write_text(textwrap.dedent(BACKEND_MODULE))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield "my_llms.echo"
+def echo_backend(plugin_module: Callable[[str, str], str]) -> Iterator[str]:
+    yield plugin_module("my_llms.echo", BACKEND_MODULE)
     LLM_BACKENDS.unregister("my_llms.echo")
 
 

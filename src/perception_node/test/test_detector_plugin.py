@@ -2,8 +2,7 @@
 by its dotted path in the `detector` parameter, is checked by the settings and built by make_detector."""
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +38,8 @@ PLUGIN = DetectorPlugin(lambda cfg, log: CentreDetector(max(cfg.score_threshold,
 
 
 @pytest.fixture
-def detector_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    pkg = tmp_path / "my_detectors"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "centre.py").write_text(textwrap.dedent(DETECTOR_MODULE))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield "my_detectors.centre"
+def detector_module(plugin_module: Callable[[str, str], str]) -> Iterator[str]:
+    yield plugin_module("my_detectors.centre", DETECTOR_MODULE)
     DETECTORS.unregister("my_detectors.centre")
 
 

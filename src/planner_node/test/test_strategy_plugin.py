@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
-import textwrap
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
@@ -119,18 +116,11 @@ STRATEGY = Capped
 
 
 @pytest.fixture
-def outside_strategy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def outside_strategy(plugin_module: Callable[[str, str], str]) -> Iterator[str]:
     """`my_strategies.capped` in a temporary folder on sys.path (as PYTHONPATH would put it)."""
-    package = tmp_path / "my_strategies"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "capped.py").write_text(textwrap.dedent(OUTSIDE))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield "my_strategies.capped"
+    yield plugin_module("my_strategies.capped", OUTSIDE)
     strategies.STRATEGIES.unregister("my_strategies.capped")
     strategies.SETTINGS_BLOCKS.unregister("capped")
-    for name in ("my_strategies.capped", "my_strategies"):
-        sys.modules.pop(name, None)
 
 
 def test_a_strategy_outside_the_package_is_selected_by_its_module_path(  # type: ignore[no-untyped-def]

@@ -2,8 +2,7 @@
 path in the `judge` parameter, is found, checked by the settings and built (no rclpy)."""
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,13 +38,8 @@ PLUGIN = JudgePlugin(lambda tools: SeenJudge(min(1.0, tools.param("xy_tolerance_
 
 
 @pytest.fixture
-def judge_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    pkg = tmp_path / "my_judges"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "seen.py").write_text(textwrap.dedent(JUDGE_MODULE))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield "my_judges.seen"
+def judge_module(plugin_module: Callable[[str, str], str]) -> Iterator[str]:
+    yield plugin_module("my_judges.seen", JUDGE_MODULE)
     JUDGES.unregister("my_judges.seen")
 
 
