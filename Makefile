@@ -8,7 +8,7 @@ SHELL := /bin/bash
 ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 ARGS ?=
 
-.PHONY: help setup deps build demo bench test test-fast lint fix lock clean distclean reliability screenshot
+.PHONY: help setup deps build demo bench report test test-fast lint fix lock clean distclean reliability screenshot
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(ROOT)/Makefile | awk -F':.*## ' '{ printf "  make %-10s %s\n", $$1, $$2 }'
@@ -30,6 +30,9 @@ demo: setup ## run monologue-demo (ARGS=... passed through)
 
 bench: setup ## IM Table 1 / SC Table 2 / IM Table 3 / CAPE Tables I-II / S Tables I-II through the graph (ARGS="--suite saycan|im_kitchen|cape|statler|statler_cups"; docs/benchmark.md)
 	cd $(ROOT) && . scripts/env.sh && monologue-bench $(ARGS)
+
+report: setup ## rebuild every generated table of docs/benchmark.md and docs/reliability.md from results/ (ARGS=check: only compare)
+	cd $(ROOT) && . scripts/env.sh && python -m monologue_eval.results.cli $(or $(ARGS),build)
 
 reliability: setup ## reliability and security figures R1-R7 + bad input as one table (ARGS=--short: the short runs; docs/reliability.md)
 	cd $(ROOT) && . scripts/env.sh && python -m monologue_eval.reliability $(ARGS)

@@ -9,6 +9,7 @@ pip-only machines. As there, a node that exits ends the whole launch, and a reco
 already holds a bag is refused.
 """
 import os
+import tempfile
 
 from launch.actions import (
     DeclareLaunchArgument,
@@ -23,9 +24,11 @@ from launch_ros.actions import Node
 
 from launch import LaunchDescription
 from monologue_bringup.graph import (
+    EXPERT,
     LIVE,
     dds_env,
     default_config_dir,
+    expert_params,
     graph_for,
     node_overrides,
     params_custom_data,
@@ -47,6 +50,9 @@ def _nodes(context, *args, **kwargs):
               **params_custom_data({}, robot, config_dir)}
     recording = record_params(record, LIVE, **custom) if record else {}
     scene = scene_params(robot, values["scene"], config_dir)  # scene:= (Statler's domains)
+    if llm == EXPERT:  # the stand-in's side channel: a fresh directory the simulator writes, the planner reads
+        for name, params in expert_params(robot, tempfile.mkdtemp(prefix="monologue-expert-"), config_dir).items():
+            scene.setdefault(name, {}).update(params)
     actions = []
     for spec in graph_for(robot, LIVE, record=bool(record), config_dir=config_dir, web=values["web"] == "true",
                           foxglove=values["foxglove"] == "true"):

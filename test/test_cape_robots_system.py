@@ -2,9 +2,10 @@
 tabletop (robot:=sim_kinematic, the tabletop's preconditions of monologue_domain.tabletop_preconditions,
 shared with robot:=sim and robot:=ur5e) and Spot (robot:=spot against FakeSpot, the kitchen's preconditions
 on Spot's belief). Real processes over DDS (skills and planner; CAPE asks neither perception nor the success
-detector), the embedded LLM and the configured embedder, one sample per step; each episode's first step is
-refused by a precondition and a corrective prompt and a re-planned step follow in the transcript, while a
-refused step moves nothing."""
+detector), one sample per step: on the tabletop the expert stand-in (llm:=expert, a seeded error rate) and its
+own embeddings, on Spot (not simulated: the stand-in refuses it) the embedded LLM and the configured embedder;
+each episode's first step is refused by a precondition and a corrective prompt and a re-planned step follow in
+the transcript, while a refused step moves nothing."""
 from __future__ import annotations
 
 import os
@@ -22,6 +23,11 @@ OK_CODES = (0, -2, -15, 130)
 USER, PASSWORD = "operator", "fake-Spot-pw-never-logged"
 # one sample per step and one correction: the fewest LLM calls that still show an error and its correction
 FAST_CAPE = {"cape.samples": "1", "cape.max_corrections": "1"}
+# the tabletop runs on the expert stand-in (llm:=expert; Spot is not simulated, so it keeps the embedded model):
+# with this error rate and seed its first step picks up the covered red block, which the world refuses, and
+# its correction moves the blue block off it (its own embeddings ground the step exactly)
+EXPERT_ERRS = {"llm.expert.error_rate": "0.5", "llm.expert.seed": "6", "cape.embedder": "llm"}
+TABLETOP_TASK = "Put the red block in the red bowl"
 
 
 class _Log:
@@ -113,11 +119,16 @@ def tabletop_graph(ros_domain: int, tmp_path: Path) -> Iterator[tuple[Any, _Log]
 
     tmp = tmp_path
     log = _Log()
-    sup = Supervisor("sim_kinematic", "embedded", config_dir=REPO / "config", sink=log, nodes=["skills", "planner"],
+    sup = Supervisor("sim_kinematic", "expert", config_dir=REPO / "config", sink=log, nodes=["skills", "planner"],
                      node_params={
                          "skills": {"sim.seed": "7", "sim.block_colors": "[red, blue]", "sim.bowl_colors": "[red]",
                                     "sim.matching_bowls": "false", "sim.phase_duration": "0.02"},
-                         "planner": {"transcript_dir": str(tmp / "transcripts"), **FAST_CAPE}})
+                         "planner": {"transcript_dir": str(tmp / "transcripts"), **FAST_CAPE, **EXPERT_ERRS}})
+    from monologue_domain.expert.channel import write_task
+
+    assert sup.expert_truth_dir is not None
+    write_task(sup.expert_truth_dir, TABLETOP_TASK, "tabletop",
+               {"family": "pick_place", "block": "red block", "target": "red bowl"})
     sup.start()
     try:
         yield sup, log
@@ -141,11 +152,14 @@ def test_cape_on_the_tabletop_corrects_a_covered_block(tabletop_graph: tuple[Any
                                                "is on top of it")
     finally:
         skills.close()
-    result, objects = run_episode("Put the red block in the red bowl", timeout_s=240.0, print_event=_show,
+    result, objects = run_episode(TABLETOP_TASK, timeout_s=240.0, print_event=_show,
                                   goal_options={"strategy": "cape", "max_steps": 2})
     lines, error = _corrected(result, log)
     assert lines[0] == "Task: Put the red block in the red bowl", lines
     assert "because the blue block is on top of it" in lines[error], lines
+    # a real correction, not a repeated refusal: the blue block comes off the red block
+    assert lines[error + 2].startswith("Step 1: Pick up the blue block and place it on the "), lines
+    assert not any(line.startswith("Precondition error at step") for line in lines[error + 1:]), lines
     # a refused step moves nothing: when no attempt ran, the blue block is still on the red block
     state = {o.name: o.position for o in world_states(objects)}
     if _all_refused(lines):

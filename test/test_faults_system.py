@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from monologue_bringup.testing import GraphPeer
+
 from .conftest import GraphLog
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
@@ -167,12 +169,11 @@ def graph(ros_domain: int, llm_server: LlmServer, tmp_path_factory: pytest.TempP
         assert not crashed, f"nodes exited with errors {crashed}\n{log.text()[-5000:]}"
 
 
-class Probe:
+class Probe(GraphPeer):
     """A client node: sends ExecuteInstruction goals, collects their feedback events, the ground truth and
     the recorder's progress."""
 
     def __init__(self) -> None:
-        import rclpy
         from action_msgs.msg import GoalStatusArray
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.qos import qos_profile_action_status_default
@@ -183,10 +184,7 @@ class Probe:
         from monologue_interfaces.action import ExecuteInstruction
         from monologue_interfaces.msg import SceneDescription
 
-        rclpy.init()
-        self.node = rclpy.create_node("faults_probe")
-        self.executor = MultiThreadedExecutor(num_threads=2)
-        self.executor.add_node(self.node)
+        super().__init__("faults_probe", MultiThreadedExecutor(num_threads=2))
         self.truth: list[Any] = []
         self.progress: dict[str, Any] = {}
         self.events: list[Any] = []
@@ -199,15 +197,7 @@ class Probe:
         self.client = ActionClient(self.node, ExecuteInstruction, "execute_instruction")
         self.Goal = ExecuteInstruction.Goal
         self.Result = ExecuteInstruction.Result
-        self._spin = threading.Thread(target=self.executor.spin, daemon=True)
-        self._spin.start()
-
-    def close(self) -> None:
-        import rclpy
-
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown()
+        self.spin_in_background()
 
     def send(self, goal: Any, resend_after_s: float = 0.0) -> Any:
         """Send `goal`; returns the goal handle (its feedback events go to self.events). With `resend_after_s`,

@@ -38,8 +38,13 @@ def _wait_graph(node: rclpy.node.Node, timeout_s: float) -> dict[str, dict[str, 
                 "action_clients": {a for a, _t in get_action_client_names_and_types_by_node(node, name, "/")},
                 "topics": {t for t, _t in node.get_publisher_names_and_types_by_node(name, "/")},
             }
+        # discovery of a node's entities arrives piecemeal: wait for everything asserted below
         if all(n in seen and EXPECTED[n]["actions"] <= seen[n]["actions"]
-               and EXPECTED[n]["services"] <= seen[n]["services"] for n in EXPECTED):
+               and EXPECTED[n]["services"] <= seen[n]["services"] for n in EXPECTED) \
+                and "/execute_skill" in seen["planner"]["action_clients"] \
+                and {"/monologue/transcript", "/monologue/step_scores"} <= seen["planner"]["topics"] \
+                and "/scene/description" in seen["perception"]["topics"] \
+                and "/sim/ground_truth" in seen["skills"]["topics"]:
             return seen
         time.sleep(0.5)
     return seen

@@ -1,7 +1,13 @@
 """MultiTalk through the graph (issue 17's "done when"): `monologue-demo robot:=sim_kinematic
-strategy:=multitalk` on a fixed scene, its LLM answers from a cassette. The Analyzer rejects the first
-plan (wrong bowl), the simulator catches the second (a collision), the third runs on the kinematic
-tabletop over DDS and the blocks end up in their matching bowls.
+strategy:=multitalk` on a fixed scene.
+
+With the expert stand-in (`llm:=expert`, `planner_decoding: generate`, as for a capable model): the full
+pipeline plans, the Analyzer accepts, the simulator approves and the blocks end up in their matching bowls;
+an ambiguous instruction gets a question through the `ask_human` action, and the person's answer decides.
+
+With exact wrong answers (a cassette, kept because the revision path needs these particular mistakes): the
+Analyzer rejects the first plan (wrong bowl), the simulator catches the second (a collision), the third runs
+on the kinematic tabletop over DDS and the blocks end up in their matching bowls.
 
 The cassette is recorded before the graph starts, by running the planner's own MultiTalk core in
 process over the same scene (the skills node's kinematic world for the seed) with a scripted Planner
@@ -17,6 +23,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -149,20 +156,100 @@ def record_cassette(seed: int, path: Path, transcripts: Path) -> Any:
     return runner.execute(GoalRequest(TASK))
 
 
+def _demo(ros_domain: int, *args: str, timeout_s: float = 240.0) -> subprocess.CompletedProcess[str]:
+    """`monologue-demo robot:=sim_kinematic strategy:=multitalk <args>`; past `timeout_s` (s) it gets SIGINT
+    first, so that it stops the graph it started (SIGKILL would leave the nodes running)."""
+    exe = shutil.which("monologue-demo")
+    cmd = [exe] if exe else [sys.executable, "-m", "monologue_eval.demo"]
+    argv = [*cmd, "robot:=sim_kinematic", "strategy:=multitalk", *args, "--param", "skills:sim.phase_duration=0.02"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                          env=dict(os.environ, ROS_DOMAIN_ID=str(ros_domain))) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                stdout, stderr = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+            raise AssertionError(f"monologue-demo ran over {timeout_s:g} s:\n{stdout[-8000:]}\n{stderr[-3000:]}") from None
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
+@pytest.mark.system
+def test_multitalk_demo_with_the_expert_plans_and_runs_the_approved_plan(ros_domain: int) -> None:
+    run = _demo(ros_domain, "llm:=expert", f"seed:={SEED}", "blocks:=2", "timeout:=50",
+                "--param", "planner:multitalk.planner_decoding=generate")
+    out = f"{run.stdout[-8000:]}\n{run.stderr[-3000:]}"
+    assert run.returncode == 0, out
+    lines = [line.strip() for line in run.stdout.splitlines() if line.startswith("  ")]
+    assert lines[0].startswith("Environment: {'"), out
+    planner = [i for i, line in enumerate(lines) if line.startswith("Planner: Step-by-step Instructions:")]
+    analyzer = [i for i, line in enumerate(lines) if line.startswith("Analyzer:")]
+    simulator = [i for i, line in enumerate(lines) if line.startswith("Simulator:")]
+    actions = [i for i, line in enumerate(lines) if line.startswith("Robot action:")]
+    assert len(planner) == 1 and [lines[i] for i in analyzer] == ["Analyzer: Feasible Plan!"], out
+    assert len(simulator) == 1 and lines[simulator[0]].startswith("Simulator: no error"), out
+    assert len(actions) == 2 and planner[0] < analyzer[0] < simulator[0] < actions[0], out
+    assert "== world state satisfies the instruction: True" in run.stdout, out
+
+
+@pytest.mark.system
+def test_multitalk_expert_asks_a_person_through_the_graph_and_follows_the_answer(ros_domain: int) -> None:
+    """An instruction that does not say which block: the generating Planner asks (the ask_human action,
+    answered here), and the plan that runs is the answer's."""
+    import rclpy
+    from rclpy.action.server import ActionServer
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+
+    from monologue_interfaces.action import AskHuman
+
+    world = kinematic_world(SEED)
+    block = world.blocks[0].name
+    bowl = next(o.name for o in world.bowls if o.color != world.get(block).color)
+    answer = f"Pick the {block} and place it in the {bowl}."
+    questions: list[str] = []
+
+    def serve(goal: Any) -> Any:
+        questions.append(goal.request.question)
+        goal.succeed()
+        return AskHuman.Result(answered=True, answer=answer)
+
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    node = rclpy.create_node("multitalk_person", context=context)
+    ActionServer(node, AskHuman, "ask_human", execute_callback=serve)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        run = _demo(ros_domain, "llm:=expert", f"seed:={SEED}", "blocks:=2", "timeout:=50",
+                    "instruction:=Put the block somewhere else.",
+                    "--param", "planner:multitalk.planner_decoding=generate")
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    out = f"{run.stdout[-8000:]}\n{run.stderr[-3000:]}"
+    assert questions == ["Which block do you mean?"], out
+    lines = [line.strip() for line in run.stdout.splitlines() if line.startswith("  ")]
+    assert "Robot question: Which block do you mean?" in lines and f"Human: {answer}" in lines, out
+    actions = [line for line in lines if line.startswith("Robot action:")]
+    assert len(actions) == 1 and block in actions[0] and bowl in actions[0], out
+    assert "== planner: success" in run.stdout, out
+
+
 @pytest.mark.system
 def test_multitalk_demo_revises_a_rejected_plan_and_runs_it(ros_domain: int, tmp_path: Path) -> None:
     cassette = tmp_path / "multitalk_cassette.jsonl"
     recorded = record_cassette(SEED, cassette, tmp_path / "recorded")
     assert recorded.result.success, recorded.result.reason
-    exe = shutil.which("monologue-demo")
-    cmd = [exe] if exe else [sys.executable, "-m", "monologue_eval.demo"]
-    run = subprocess.run([*cmd, "robot:=sim_kinematic", "strategy:=multitalk", f"seed:={SEED}", "blocks:=2",
-                          "timeout:=50", "--param", "planner:llm.cassette_mode=replay",
-                          "--param", f"planner:llm.cassette_path={cassette}",
-                          "--param", "planner:multitalk.planner_decoding=generate",
-                          "--param", "skills:sim.phase_duration=0.02"],
-                         capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL,
-                         env=dict(os.environ, ROS_DOMAIN_ID=str(ros_domain)))
+    run = _demo(ros_domain, f"seed:={SEED}", "blocks:=2", "timeout:=50", "--param", "planner:llm.cassette_mode=replay",
+                "--param", f"planner:llm.cassette_path={cassette}",
+                "--param", "planner:multitalk.planner_decoding=generate")
     out = f"{run.stdout[-8000:]}\n{run.stderr[-3000:]}"
     assert run.returncode == 0, out
     lines = [line.strip() for line in run.stdout.splitlines() if line.startswith("  ")]

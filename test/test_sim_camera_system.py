@@ -4,13 +4,14 @@ TF at each image's stamp, open3d), bowls get IM-R place points, and markers are 
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from monologue_bringup.testing import GraphPeer
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
@@ -37,35 +38,21 @@ def camera_graph(ros_domain: int, tmp_path: Path) -> Iterator[Any]:
         sup.stop()
 
 
-class Watcher:
+class Watcher(GraphPeer):
     """Collects perception's scene descriptions and marker arrays during the episode."""
 
     def __init__(self) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
         from visualization_msgs.msg import MarkerArray
 
         from monologue_common.qos import LATCHED
         from monologue_interfaces.msg import SceneDescription
 
-        rclpy.init()
-        self.node = rclpy.create_node("camera_demo_watcher")
+        super().__init__("camera_demo_watcher")
         self.scenes: list[Any] = []
         self.markers: list[Any] = []
         self.node.create_subscription(SceneDescription, "scene/description", self.scenes.append, LATCHED)
         self.node.create_subscription(MarkerArray, "perception/markers", self.markers.append, 10)
-        self.ex = SingleThreadedExecutor()
-        self.ex.add_node(self.node)
-        self.thread = threading.Thread(target=self.ex.spin, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        import rclpy
-
-        self.ex.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown()
-        self.thread.join(5.0)
+        self.spin_in_background()
 
 
 def test_pick_and_place_judged_from_the_camera(camera_graph) -> None:  # type: ignore[no-untyped-def]

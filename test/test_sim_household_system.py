@@ -1,7 +1,8 @@
 """CAPE's household through the real graph: robot:=sim_household (the symbolic household with
 preconditions inside the skills node), oracle perception, the `kitchen` success strategy (household
-rules), the planner with the embedded LLM (Gemma 3 270M via llama.cpp) and the `household` prompt
-profile, as separate processes over DDS. One planner step, then skills sent directly through
+rules), the planner with the expert LLM stand-in (llm:=expert: it plans from the world's truth and the
+task's goal) and the `household` prompt profile, as separate processes over DDS. One planner step, then
+skills sent directly through
 execute_skill / get_affordances, checked on the world state (sim/ground_truth, perception's scene) and
 on the structured precondition errors."""
 from __future__ import annotations
@@ -37,6 +38,9 @@ class _Log:
         return "\n".join(self.lines)
 
 
+TASK = "put the phone on the nightstand"
+
+
 @pytest.fixture(scope="module")
 def household_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, _Log]]:
     from monologue_bringup.up import Supervisor
@@ -44,7 +48,7 @@ def household_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -
     tmp = tmp_path_factory.mktemp("household")
     log = _Log()
     sup = Supervisor(
-        "sim_household", "embedded",
+        "sim_household", "expert",
         config_dir=REPO / "config",
         node_params={
             "skills": {"household.scene": "lab", "household.skill_duration": "0.05"},
@@ -52,6 +56,10 @@ def household_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -
         },
         sink=log,
     )
+    from monologue_domain.expert.channel import write_task
+
+    assert sup.expert_truth_dir is not None  # the expert stand-in plans from the world's truth and this goal
+    write_task(sup.expert_truth_dir, TASK, "household", {"atoms": ["at(phone, nightstand)"]})
     sup.start()
     try:
         yield sup, log
@@ -139,7 +147,7 @@ def test_a_planner_step_then_skills_with_cape_precondition_errors(household_grap
     # One planner step: with the perfect oracle only "stand up" is afforded (Spot sits, CAPE Fig. 1), so
     # scoring x affordance must choose it over "done." (affordance 0.1); the kitchen success strategy
     # judges it on the household's ground truth.
-    result, objects = run_episode("put the phone on the nightstand", timeout_s=300.0, print_event=lambda _e: None,
+    result, objects = run_episode(TASK, timeout_s=300.0, print_event=lambda _e: None,
                                   goal_options={"strategy": "inner_monologue", "prompt_profile": "household",
                                                 "success_feedback": 1, "object_feedback": 2, "use_affordances": 1,
                                                 "max_steps": 1})
@@ -175,9 +183,9 @@ def test_a_planner_step_then_skills_with_cape_precondition_errors(household_grap
         res, ok, _ = c.run("pick_up", "mail")  # Spot has one arm
         assert (res.error_code, *parse_precondition(res.failed_precondition)[:2]) == (3, "hand_full", 4)
         assert c.affordances()[("pick_up", ("mail",))] == 0.0
-        for step in (("walk_to", "nightstand"), ("put", "phone", "nightstand")):
-            res, ok, why = c.run(*step)
-            assert res.error_code == 0 and ok, (step, res, why)
+        for move in (("walk_to", "nightstand"), ("put", "phone", "nightstand")):
+            res, ok, why = c.run(*move)
+            assert res.error_code == 0 and ok, (move, res, why)
         s = c.scene_when(lambda s: s.location_of("phone") == "nightstand", "the phone on the nightstand")
         assert s.holding is None and s.robot_location == "nightstand" and "desk" in s.visited
     finally:

@@ -16,13 +16,14 @@ import json
 import math
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+from monologue_bringup.testing import running, wait_for
 
 pytestmark = [pytest.mark.system]
 REPO = Path(__file__).resolve().parents[1]
@@ -163,14 +164,8 @@ def realsense_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory
                                     "spot.objects": "[coke, sponge]", "spot.camera_mount.pose": pose},
                          "perception": {"detector": "oracle", "use_open3d": "false", "process_rate": "4.0"},
                      })
-    sup.start()
-    try:
+    with running(sup, lines, then=fake.stop, secret=PASSWORD, ok_codes=OK_CODES):
         yield sup, fake, lines, height
-    finally:
-        codes = sup.stop()
-        fake.stop()
-        assert all(c in OK_CODES for c in codes.values()), (codes, "\n".join(lines[-80:]))
-        assert not any(PASSWORD in line for line in lines)
 
 
 @pytest.fixture(scope="module")
@@ -182,21 +177,13 @@ def probe(realsense_graph: tuple[Any, Any, list[str], float]) -> Iterator[Probe]
         p.close()
 
 
-def _wait(what: str, cond: Callable[[], bool], timeout_s: float, sup: Any, lines: list[str]) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert not sup.dead(), f"node(s) exited: {sup.dead()}\n" + "\n".join(lines[-80:])
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n" + "\n".join(lines[-80:])
-        time.sleep(0.05)
-
-
 def test_perception_sees_the_floor_box_under_the_arm_realsense_and_follows_spot(
         realsense_graph: tuple[Any, Any, list[str], float], probe: Probe) -> None:
     sup, fake, lines, height = realsense_graph
     assert 1.0 < height < 1.6  # the body's height plus the raised hand's
     cam = camera_in_odom(fake.body_pose)[:3, 3]
     probe.place(float(cam[0]), float(cam[1]))
-    _wait("the sponge under the RealSense in perception's scene",
+    wait_for("the sponge under the RealSense in perception's scene",
           lambda: probe.sponge_seen_near(float(cam[0]), float(cam[1]), 0.08), 120.0, sup, lines)
     scene = probe.scenes[-1]
     assert scene.header.frame_id == "odom" and scene.source == "oracle"
@@ -210,7 +197,7 @@ def test_perception_sees_the_floor_box_under_the_arm_realsense_and_follows_spot(
     cam2 = camera_in_odom(fake.body_pose)[:3, 3]
     assert math.hypot(*(cam2 - cam)[:2]) > 0.5
     probe.place(float(cam2[0]), float(cam2[1]))
-    _wait("the sponge at its new place under the moved RealSense",
+    wait_for("the sponge at its new place under the moved RealSense",
           lambda: probe.sponge_seen_near(float(cam2[0]), float(cam2[1]), 0.08), 60.0, sup, lines)
 
     log = "\n".join(lines)

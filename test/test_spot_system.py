@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from monologue_bringup.testing import running
+
 pytestmark = [pytest.mark.system]
 REPO = Path(__file__).resolve().parents[1]
 USER, PASSWORD = "operator", "fake-Spot-pw-never-logged"
@@ -156,14 +158,8 @@ def spot_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Ite
                          "perception": {"source": "camera", "detector": "oracle", "base_frame": "odom",
                                         "use_open3d": "false", "process_rate": "4.0", "refresh_timeout": "5.0"},
                          "planner": {"transcript_dir": str(tmp / "transcripts")}})
-    sup.start()
-    try:
+    with running(sup, lines, then=fake.stop, secret=PASSWORD, ok_codes=OK_CODES):
         yield sup, fake, lines
-    finally:
-        codes = sup.stop()
-        fake.stop()
-        assert all(c in OK_CODES for c in codes.values()), (codes, "\n".join(lines[-80:]))
-        assert not any(PASSWORD in line for line in lines)
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
+from monologue_bringup.testing import GraphPeer
+
 if TYPE_CHECKING:
     from .conftest import GraphLog
 
@@ -62,22 +64,17 @@ def _obj(name: str, category: str, xyz: tuple[float, float, float]) -> Any:
     return o
 
 
-class Peer:
+class Peer(GraphPeer):
     """The test's side of the graph: perception's describe_scene and scene/description, the camera."""
 
     def __init__(self) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
         from sensor_msgs.msg import Image
 
         from monologue_common.qos import LATCHED
         from monologue_interfaces.msg import SceneDescription
         from monologue_interfaces.srv import DescribeScene, DetectSuccess
 
-        rclpy.init()
-        self.node = rclpy.create_node("success_detector_test_peer")
-        self.ex = SingleThreadedExecutor()
-        self.ex.add_node(self.node)
+        super().__init__("success_detector_test_peer")
         self.camera = self.node.create_publisher(Image, "camera/color/image_raw", 10)
         self.scenes = self.node.create_publisher(SceneDescription, "scene/description", LATCHED)
         self.scene_now = SceneDescription(source="oracle")
@@ -128,11 +125,6 @@ class Peer:
             self.ex.spin_once(timeout_sec=0.1)
         return fut.result(), time.monotonic() - t0
 
-    def close(self) -> None:
-        import rclpy
-
-        self.node.destroy_node()
-        rclpy.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from monologue_bringup.testing import wait_for
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
@@ -89,47 +90,33 @@ def ur5e_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Ite
         assert all(c in (0, -2, -15, 130) for c in codes.values()), (codes, "\n".join(lines[-80:]))
 
 
-def _wait(what: str, cond: Callable[[], bool], timeout_s: float, sup: Any, lines: list[str]) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert not sup.dead(), f"node(s) exited: {sup.dead()}\n" + "\n".join(lines[-80:])
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n" + "\n".join(lines[-80:])
-        time.sleep(0.2)
-
-
 def test_ur5e_graph_perceives_objects_from_the_camera(ur5e_graph: tuple[Any, list[str]]) -> None:
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-
     from monologue_common.qos import LATCHED
+    from monologue_common.runtime import probe_node
     from monologue_interfaces.msg import SceneDescription
     from monologue_interfaces.srv import DescribeScene, GetAffordances
 
     sup, lines = ur5e_graph
     candidates = ["red block", "green block", "blue block", "yellow block", "red bowl", "green bowl", "blue bowl",
                   "yellow bowl"]  # config/robots/ur5e.yaml perception.candidates
-    rclpy.init()
-    node = rclpy.create_node("ur5e_graph_probe")
-    ex = SingleThreadedExecutor()
-    ex.add_node(node)
-    scenes: list[SceneDescription] = []
-    node.create_subscription(SceneDescription, "scene/description", scenes.append, LATCHED)
-    describe = node.create_client(DescribeScene, "describe_scene")
-    affordances = node.create_client(GetAffordances, "get_affordances")
+    with probe_node("ur5e_graph_probe") as (node, ex):
+        scenes: list[SceneDescription] = []
+        node.create_subscription(SceneDescription, "scene/description", scenes.append, LATCHED)
+        describe = node.create_client(DescribeScene, "describe_scene")
+        affordances = node.create_client(GetAffordances, "get_affordances")
 
-    def spin_until(what: str, cond: Callable[[], bool], timeout_s: float) -> None:
-        def step() -> bool:
-            ex.spin_once(timeout_sec=0.05)
-            return cond()
-        _wait(what, step, timeout_s, sup, lines)
+        def spin_until(what: str, cond: Callable[[], bool], timeout_s: float) -> None:
+            def step() -> bool:
+                ex.spin_once(timeout_sec=0.05)
+                return cond()
+            wait_for(what, step, timeout_s, sup, lines, poll_s=0.2)
 
-    def call(client: Any, request: Any) -> Any:
-        spin_until(f"service {client.srv_name}", client.service_is_ready, 60.0)
-        future = client.call_async(request)
-        spin_until(f"{client.srv_name} answer", future.done, 30.0)
-        return future.result()
+        def call(client: Any, request: Any) -> Any:
+            spin_until(f"service {client.srv_name}", client.service_is_ready, 60.0)
+            future = client.call_async(request)
+            spin_until(f"{client.srv_name} answer", future.done, 30.0)
+            return future.result()
 
-    try:
         # torch and the model load in the perception process: the first description may take a while
         spin_until("a scene description with objects", lambda: any(s.objects for s in scenes), 180.0)
         # the latest description (refreshing, i.e. waiting for a newer frame, is covered by the camera tests)
@@ -149,9 +136,6 @@ def test_ur5e_graph_perceives_objects_from_the_camera(ur5e_graph: tuple[Any, lis
         req = GetAffordances.Request(include_unaffordable=True)
         spin_until("skills seeing the perceived scene", lambda: bool(call(affordances, req).objects), 30.0)
         assert set(call(affordances, req).objects) | set(call(affordances, req).locations) <= set(candidates)
-    finally:
-        node.destroy_node()
-        rclpy.shutdown()
     log = "\n".join(lines)
     assert "[camera]" in log and "publishing device on camera/" in log
     assert not sup.dead(), sup.dead()

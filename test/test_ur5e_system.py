@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 import rclpy
-from geometry_msgs.msg import PoseStamped, Vector3
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import Bool
 
 from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
+from monologue_domain.msgs import scene_to_msg
+from monologue_domain.scene import Scene, SceneObject
 from monologue_interfaces.action import ExecuteSkill
-from monologue_interfaces.msg import RobotStatus, SceneDescription, SceneObject
+from monologue_interfaces.msg import RobotStatus, SceneDescription
 from monologue_interfaces.srv import GetAffordances, ResetEstop
 
 pytestmark = [pytest.mark.system]
@@ -96,15 +97,8 @@ class Probe:
             time.sleep(0.02)
 
     def publish_scene(self) -> None:
-        msg = SceneDescription()
-        msg.header.frame_id, msg.source = "base_link", "test"
-        for name, category, x, y, size in OBJECTS:
-            pose = PoseStamped()
-            pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = x, y, size
-            pose.pose.orientation.w = 1.0
-            msg.objects.append(SceneObject(name=name, category=category, pose=pose, visible=True, confidence=1.0,
-                                           size=Vector3(x=size, y=size, z=size), segmentation_id=-1))
-        self.scene_pub.publish(msg)
+        cubes = tuple(SceneObject(n, c, (x, y, s), (s, s, s)) for n, c, x, y, s in OBJECTS)
+        self.scene_pub.publish(scene_to_msg(Scene("base_link", 0.0, "test", cubes)))
 
     def call(self, client: Any, request: Any) -> Any:
         assert client.wait_for_service(timeout_sec=20.0)

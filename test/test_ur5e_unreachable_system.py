@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 
 from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
+from monologue_common.runtime import probe_node
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import RobotStatus
 
@@ -38,14 +37,10 @@ def unreachable(ros_domain: int) -> Iterator[list[str]]:
 
 
 def test_no_robot_is_reported_and_skills_fail_fast(unreachable: list[str]) -> None:
-    rclpy.init()
-    node = rclpy.create_node("ur5e_unreachable_probe")
-    ex = SingleThreadedExecutor()
-    ex.add_node(node)
-    status: list[RobotStatus] = []
-    node.create_subscription(RobotStatus, "robot/status", status.append, LATCHED)
-    client = ActionClient(node, ExecuteSkill, "execute_skill")
-    try:
+    with probe_node("ur5e_unreachable_probe") as (node, ex):
+        status: list[RobotStatus] = []
+        node.create_subscription(RobotStatus, "robot/status", status.append, LATCHED)
+        client = ActionClient(node, ExecuteSkill, "execute_skill")
         # the first status may predate the first connection attempt ("not connected yet"); wait for its verdict
         def refused() -> bool:
             return any("Could not connect to: 127.0.0.1 at 30004" in m.fault for m in status)
@@ -67,6 +62,3 @@ def test_no_robot_is_reported_and_skills_fail_fast(unreachable: list[str]) -> No
         assert result.error_code == ExecuteSkill.Result.ROBOT_FAULT
         assert "connection lost" in result.error_msg and "Could not connect" in result.error_msg
         assert time.monotonic() - started < 5.0
-    finally:
-        node.destroy_node()
-        rclpy.shutdown()

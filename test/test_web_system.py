@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from monologue_bringup.testing import GraphPeer
+
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.system, pytest.mark.slow]
@@ -144,12 +146,10 @@ def test_instruction_from_the_page_runs_an_episode_shown_live(ros_domain: int, b
     assert not crashed, "\n".join(lines[-80:])
 
 
-class _TestNode:
+class _TestNode(GraphPeer):
     """The test's own ROS node: sends skills, publishes a scene description and a camera frame."""
 
     def __init__(self) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
         from sensor_msgs.msg import Image
 
         from monologue_common.actions import ActionClient
@@ -157,10 +157,7 @@ class _TestNode:
         from monologue_interfaces.action import ExecuteSkill
         from monologue_interfaces.msg import SceneDescription
 
-        rclpy.init()
-        self.node = rclpy.create_node("web_system_test")
-        self.ex = SingleThreadedExecutor()
-        self.ex.add_node(self.node)
+        super().__init__("web_system_test")
         self.skills = ActionClient(self.node, ExecuteSkill, "execute_skill")
         self.scene = self.node.create_publisher(SceneDescription, "scene/description", LATCHED)
         self.image = self.node.create_publisher(Image, "perception/detections_image", 2)
@@ -204,11 +201,6 @@ class _TestNode:
             self.image.publish(img)
             self.ex.spin_once(timeout_sec=0.6)
 
-    def close(self) -> None:
-        import rclpy
-
-        self.node.destroy_node()
-        rclpy.shutdown()
 
 
 def test_estop_button_latches_and_control_needs_the_token(ros_domain: int, browser: Any, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ setup(
             'monologue-bench = monologue_eval.bench:main',
             'monologue-replay = monologue_eval.replay:main',
             'monologue-bag-info = monologue_eval.bag_info:main',
+            'monologue-report = monologue_eval.results.cli:main',
             'monologue-bench-sim = monologue_eval.benchmarks.bench_sim:main',
             'monologue-bench-perception = monologue_eval.benchmarks.bench_perception:main',
             'monologue-bench-planner = monologue_eval.benchmarks.bench_planner:main',

@@ -15,20 +15,18 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from rclpy.action.server import ActionServer, CancelResponse, GoalResponse, ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.duration import Duration
-from rclpy.impl.rcutils_logger import RcutilsLogger
-from rclpy.node import Node
 from rclpy.serialization import serialize_message
 from rclpy.utilities import try_shutdown
 
 from monologue_common.core.msgdefs import DefinitionError, MessageDefinitions
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import latched
-from monologue_common.runtime import Component, run_node, to_time
+from monologue_common.runtime import Component, TypedNode, run_node, to_time
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import AffordanceReport, SkillAffordance
 from monologue_interfaces.srv import GetAffordances
@@ -44,7 +42,7 @@ from .rostypes import message_class, qos_profile, share_dir, to_message
 ACK_TIMEOUT_S = 2.0  # s: longest wait for subscribers to acknowledge a skill's messages before its result
 
 
-class PlayerNode(Node):
+class PlayerNode(TypedNode):
     def __init__(self) -> None:
         super().__init__("bag_player", **NODE_OPTIONS)
         s = self.settings = player_settings_from_parameters(parameter_values(self))
@@ -92,11 +90,6 @@ class PlayerNode(Node):
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         self.get_logger().info(f"playing {len(messages)} messages on {topics} from {path} at rate {opts.rate}")
-
-    def get_logger(self) -> RcutilsLogger:
-        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
-        cover inherited methods called on a subclass)."""
-        return cast(RcutilsLogger, Node.get_logger(self))
 
     def _migrated(self, bag: Bag, topics: list[str], messages: list[BagMessage]) -> list[BagMessage]:
         """Messages of topics recorded with an older definition of their type (another type hash than

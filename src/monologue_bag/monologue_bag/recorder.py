@@ -17,13 +17,10 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import cast
 
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.impl.rcutils_logger import RcutilsLogger
-from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
@@ -33,7 +30,7 @@ from std_msgs.msg import String
 from monologue_common.core.msgdefs import DefinitionError, MessageDefinitions
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED
-from monologue_common.runtime import Component
+from monologue_common.runtime import Component, TypedNode, published_topics
 
 from .core.bagio import BagError, BagWriter
 from .core.episode import TRANSCRIPT_TOPIC
@@ -46,7 +43,7 @@ PROGRESS_TOPIC = "recorder/progress"  # std_msgs/String, latched: {"transcript":
 FLUSH_PERIOD_S = 1.0  # s between flushes of what was recorded into the file (a killed recorder loses at most this)
 
 
-class RecorderNode(Node):
+class RecorderNode(TypedNode):
     def __init__(self) -> None:
         super().__init__("recorder", **NODE_OPTIONS)
         s = self.settings = recorder_settings_from_parameters(parameter_values(self))
@@ -75,22 +72,12 @@ class RecorderNode(Node):
         self._discover()
         self._publish_progress()
 
-    def get_logger(self) -> RcutilsLogger:
-        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
-        cover inherited methods called on a subclass)."""
-        return cast(RcutilsLogger, Node.get_logger(self))
-
     def _discover(self) -> None:
-        types = dict(self.get_topic_names_and_types())
-        for topic in self._selection.wanted(types):
-            if topic in self._subs or topic in self._failed:
-                continue
-            type_name = types[topic][0]
-            if len(types[topic]) > 1:
-                self.get_logger().warning(f"{topic} has several types {types[topic]}; recording {type_name}")
-            infos = self.get_publishers_info_by_topic(topic)
-            if not infos:  # known from subscribers only: wait for a publisher, whose QoS we must match
-                continue
+        for topic, types, infos in published_topics(self, self._selection.wanted,
+                                                    lambda t: t in self._subs or t in self._failed):
+            type_name = types[0]
+            if len(types) > 1:
+                self.get_logger().warning(f"{topic} has several types {types}; recording {type_name}")
             try:
                 cls = message_class(type_name)
                 qos = offered_qos([i.qos_profile for i in infos], self._depth)

@@ -2,26 +2,17 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
 
 from monologue_common.core.msgdefs import MessageDefinitions
-
-
-def _share(package: str) -> Path:
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-
-    try:
-        return Path(get_package_share_directory(package))
-    except PackageNotFoundError as e:
-        raise KeyError(package) from e
+from monologue_common.interfaces import installed_definitions
 
 
 @pytest.fixture(scope="session")
 def definitions() -> MessageDefinitions:
     """Definitions from the installed interface packages (needs `. scripts/env.sh`)."""
-    return MessageDefinitions(_share)
+    return installed_definitions()
 
 
 @pytest.fixture

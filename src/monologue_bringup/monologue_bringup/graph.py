@@ -17,7 +17,8 @@ from urllib.parse import parse_qsl, urlencode
 from monologue_bag.core.layout import CASSETTE_FILE, TRANSCRIPTS_DIR
 from monologue_domain.robots import TABLE_FILE, Robot, load_robots
 
-LLMS: tuple[str, ...] = ("embedded", "openai")
+LLMS: tuple[str, ...] = ("embedded", "openai", "expert")
+EXPERT = "expert"  # the expert stand-in: evaluation and tests on simulated robots only (config/llm/expert.yaml)
 
 # When a node runs: LIVE = with the robot or simulator; REPLAY = when a bag stands in for them
 # (monologue-replay); RECORD = only when the run is recorded (record:=<dir>); WEB = only when the web
@@ -214,12 +215,22 @@ def params_files(config_dir: Path, robot: str, llm: str) -> list[Path]:
     entry = robot_entry(robot, config_dir)
     if llm not in LLMS:
         raise ValueError(f"unknown llm {llm!r}; choose one of {LLMS}")
+    if llm == EXPERT and not entry.simulated:
+        raise ValueError(f"llm:={EXPERT} is the expert stand-in for ceiling runs and tests, which reads a simulated "
+                         f"world's truth; robot {robot!r} is not simulated (simulated: {simulated_robots(config_dir)})")
     files = [config_dir / "monologue.yaml", *(config_dir / f for f in entry.robot_files),
              config_dir / "llm" / f"{llm}.yaml"]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise ValueError(f"missing parameter files: {missing}")
     return files
+
+
+def expert_params(robot: str, truth_dir: str | Path, config_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    """The parameters that connect the expert stand-in to its side channel `truth_dir` (llm:=expert): the
+    planner's backend reads it, the node holding the simulated world writes its truth there."""
+    return {"planner": {"llm.expert.truth_dir": str(truth_dir)},
+            scene_node(robot, config_dir): {"expert_truth_dir": str(truth_dir)}}
 
 
 def node_overrides(spec: NodeSpec, config_dir: Path, robot: str | None = None) -> dict[str, str]:

@@ -6,11 +6,23 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
-from .graph import LIVE, all_nodes, dds_env, default_config_dir, graph_for, params_custom_data, record_params
+from .graph import (
+    EXPERT,
+    LIVE,
+    all_nodes,
+    dds_env,
+    default_config_dir,
+    expert_params,
+    graph_for,
+    params_custom_data,
+    params_files,
+    record_params,
+)
 
 Sink = Callable[[str], None]
 
@@ -53,6 +65,13 @@ class GraphRun:
         for k, v in (node_params or {}).items():
             self.node_params.setdefault(k, {}).update(v)
         self.env = dict(os.environ if env is None else env)
+        self.expert_truth_dir: Path | None = None  # llm:=expert: the stand-in's side channel (tasks go there)
+        if llm == EXPERT:
+            params_files(self.config_dir, robot, llm)  # refuses a robot that is not simulated
+            given = self.node_params.get("planner", {}).get("llm.expert.truth_dir")
+            self.expert_truth_dir = Path(given or tempfile.mkdtemp(prefix="monologue-expert-"))
+            for k, v in expert_params(robot, self.expert_truth_dir, self.config_dir).items():
+                self.node_params.setdefault(k, {}).update(v)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         self.env.update({k: v for k, v in dds_env(self.config_dir).items() if k not in self.env})
         self.env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -55,7 +55,8 @@ class LaunchArgument:
 # The launch arguments, one table for the launch files and monologue-up (same names, defaults, choices).
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("robot", "sim", "Which robot backend to drive", ROBOTS),
-    LaunchArgument("llm", "embedded", "LLM backend: embedded Gemma 3 270M or an OpenAI-compatible server", LLMS),
+    LaunchArgument("llm", "embedded", "LLM backend: embedded Gemma 3 270M, an OpenAI-compatible server, "
+                   "or the expert stand-in (simulated robots only)", LLMS),
     LaunchArgument("log_level", "info", "ROS log level of every node (debug, info, warn, error, fatal)"),
     LaunchArgument("record", "", "Record the run into this rosbag2 MCAP directory (empty: no recording); "
                    "a directory that already holds a bag is refused"),
@@ -245,21 +246,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     sup = runner(values["robot"], values["llm"], ns.config_dir, node_params,
                  log_level=values["log_level"], record=record, web=values["web"] == "true",
                  foxglove=values["foxglove"] == "true")
+
+    def node_exited(dead: dict[str, int]) -> int:
+        sup.sink(f"[up] node(s) exited: {dead}; stopping the graph")
+        return 1
+
+    return run_until_signal(sup, "monologue-up", node_exited)
+
+
+def run_until_signal(sup: GraphRun, prog: str, node_exited: Callable[[dict[str, int]], int]) -> int:
+    """Start the graph and run it until SIGINT / SIGTERM (exit code 0) or until a node exits (the code
+    `node_exited` gives for {node: exit code}); then stop it. 1 if the graph does not start."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
         sup.start()
     except RuntimeError as e:  # a node of an in-process graph failed to load or start (ContainerError)
-        print(f"monologue-up: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         sup.stop()
         return 1
     rc = 0
     while not stop.wait(0.2):
         dead = sup.dead()
         if dead:
-            sup.sink(f"[up] node(s) exited: {dead}; stopping the graph")
-            rc = 1
+            rc = node_exited(dead)
             break
     sup.stop()
     return rc

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from monologue_bringup.graph import (
+    EXPERT,
     GRAPH,
     LIVE,
     LLMS,
@@ -32,8 +33,8 @@ from monologue_bringup.graph import (
 )
 from monologue_bringup.up import Supervisor, parse_node_params
 
-REPO = Path(__file__).resolve().parents[3]
-CONFIG = REPO / "config"
+CONFIG = Path(__file__).resolve().parents[3] / "config"
+LAUNCH_FILE = CONFIG.parent / "launch" / "monologue.launch.py"
 
 
 def test_graph_has_the_nodes() -> None:
@@ -147,6 +148,10 @@ def test_every_node_has_a_config_section_and_every_section_a_node() -> None:
     for robot in ROBOTS:
         robot_sections = {s.name for s in all_nodes(robot)} | {"/**"}  # /**: the shared llm block
         for llm in LLMS:
+            if llm == EXPERT and not robot_entry(robot, CONFIG).simulated:
+                with pytest.raises(ValueError, match="not simulated"):  # the stand-in never drives a real robot
+                    params_files(CONFIG, robot, llm)
+                continue
             for f in params_files(CONFIG, robot, llm):
                 data = yaml.safe_load(f.read_text())
                 assert set(data) <= robot_sections, f"{f}: sections {set(data) - robot_sections} are not nodes"
@@ -182,7 +187,7 @@ def test_launch_style_arguments() -> None:
 
 
 def test_launch_file_builds_nodes_from_the_graph_description() -> None:
-    tree = ast.parse((REPO / "launch" / "monologue.launch.py").read_text())
+    tree = ast.parse(LAUNCH_FILE.read_text())
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "monologue_bringup.graph"
                 for a in n.names}
     assert {"graph_for", "params_files", "node_overrides"} <= imported

@@ -172,3 +172,74 @@ def test_package_xml_depends_on_every_package_the_graph_starts() -> None:
     assert started <= exec_depends, sorted(started - exec_depends)
     assert {"launch", "launch_ros", "monologue_common", "monologue_interfaces"} <= exec_depends
     assert "monologue_eval" not in exec_depends  # eval depends on the bring-up, not the reverse
+
+
+class _FakeGraph:
+    """A GraphRun stand-in: start() may fail; dead() reports `exits` from its `after`-th call on."""
+
+    def __init__(self, exits: dict[str, int], after: int = 2, start_error: str = "",
+                 final: dict[str, int] | None = None) -> None:
+        self.exits, self.after, self.start_error, self.final = exits, after, start_error, final or {}
+        self.polls, self.stopped = 0, False
+
+    def start(self) -> _FakeGraph:
+        if self.start_error:
+            raise RuntimeError(self.start_error)
+        return self
+
+    def dead(self) -> dict[str, int]:
+        self.polls += 1
+        return dict(self.exits) if self.polls >= self.after else {}
+
+    def stop(self) -> dict[str, int]:
+        self.stopped = True
+        return dict(self.final)
+
+
+@pytest.fixture()
+def keep_signals() -> Iterator[None]:
+    import signal
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in saved.items():
+        signal.signal(s, handler)
+
+
+def test_run_until_signal_stops_the_graph_when_a_node_exits(keep_signals: None,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from monologue_bringup.up import run_until_signal
+
+    seen: list[dict[str, int]] = []
+    g = _FakeGraph({"bag_player": 0})
+    assert run_until_signal(g, "prog", lambda dead: seen.append(dead) or 7) == 7  # type: ignore[arg-type, func-returns-value]
+    assert seen == [{"bag_player": 0}] and g.polls == 2 and g.stopped
+    broken = _FakeGraph({}, start_error="perception failed to load")
+    assert run_until_signal(broken, "prog", lambda dead: 0) == 1  # type: ignore[arg-type]
+    assert broken.stopped and "prog: perception failed to load" in capsys.readouterr().err
+
+
+def test_wait_for_fails_with_the_log_when_a_node_exits_or_time_is_up() -> None:
+    from monologue_bringup.testing import wait_for
+
+    wait_for("nothing", lambda: True, 0.0, _FakeGraph({}), [])  # type: ignore[arg-type]
+    with pytest.raises(AssertionError, match=r"node\(s\) exited: \{'planner': 1\}\nthe last line"):
+        wait_for("the scene", lambda: False, 60.0, _FakeGraph({"planner": 1}, after=1), ["the last line"])  # type: ignore[arg-type]
+    with pytest.raises(AssertionError, match="timed out waiting for the scene"):
+        wait_for("the scene", lambda: False, 0.0, _FakeGraph({}, after=10**9), [])  # type: ignore[arg-type]
+
+
+def test_running_stops_the_graph_then_checks_exit_codes_and_secrets() -> None:
+    from monologue_bringup.testing import running
+
+    calls: list[str] = []
+    g = _FakeGraph({}, final={"skills": -15})
+    with running(g, ["a line"], then=lambda: calls.append("fake stopped"), secret="pw"):  # type: ignore[arg-type]
+        inside = g.stopped
+    assert not inside and g.stopped and calls == ["fake stopped"]
+    with pytest.raises(AssertionError, match="'planner': 1"):
+        with running(_FakeGraph({}, final={"planner": 1}), []):  # type: ignore[arg-type]
+            pass
+    with pytest.raises(AssertionError):
+        with running(_FakeGraph({}), ["login pw=hunter2"], secret="hunter2"):  # type: ignore[arg-type]
+            pass

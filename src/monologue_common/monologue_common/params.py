@@ -3,9 +3,9 @@ their parameters declared from the YAML overrides, and read them as one flat map
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -17,6 +17,14 @@ NODE_OPTIONS: dict[str, Any] = {
     "automatically_declare_parameters_from_overrides": True,
 }
 _ARGUMENTS_LOCK = threading.Lock()
+
+
+class _Settings(Protocol):
+    @property
+    def unused(self) -> Sequence[str]: ...
+
+
+S = TypeVar("S", bound=_Settings)
 
 
 @contextmanager
@@ -43,3 +51,11 @@ def parameter_values(node: Node) -> dict[str, object]:
 def warn_unused(node: Node, unused: list[str]) -> None:
     if unused:
         node.get_logger().warning(f"parameters set but not used (typo, or another robot's block?): {unused}")
+
+
+def read_settings(node: Node, parse: Callable[[Mapping[str, object]], S]) -> S:
+    """The node's parameters checked by `parse` (its settings_from_parameters, ValueError listing every
+    problem); parameters it did not read are logged as a warning."""
+    settings = parse(parameter_values(node))
+    warn_unused(node, list(settings.unused))
+    return settings

@@ -6,21 +6,32 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import rclpy
 from builtin_interfaces.msg import Time
-from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.signals import uninstall_signal_handlers
 from rclpy.task import Future
+from rclpy.topic_endpoint_info import TopicEndpointInfo
 from rclpy.utilities import ok, try_shutdown
 
 
 class WaitTimeout(Exception):
     """A future did not complete within its timeout."""
+
+
+class TypedNode(Node):
+    """A Node whose get_logger is typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
+    cover inherited methods called on a subclass)."""
+
+    def get_logger(self) -> RcutilsLogger:
+        return cast(RcutilsLogger, Node.get_logger(self))
 
 
 N = TypeVar("N", bound=Node)
@@ -216,3 +227,36 @@ def to_time(t: float) -> Time:
 
 def from_time(t: Time) -> float:
     return float(t.sec) + float(t.nanosec) * 1e-9
+
+
+@contextmanager
+def probe_node(name: str) -> Iterator[tuple[Node, SingleThreadedExecutor]]:
+    """A short-lived node of its own on a single-threaded executor (the caller spins it), for a client of
+    a running graph; rclpy is initialised for it (and shut down after) unless the caller already has."""
+    own_context = not ok()
+    if own_context:
+        rclpy.init(args=[])  # not sys.argv: its key:=value arguments are not ROS remappings
+    node = rclpy.create_node(name)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        yield node, executor
+    finally:
+        executor.shutdown()  # drops spin_once's suspended wait (it holds the node's handles: destroy would hang)
+        node.destroy_node()
+        if own_context:
+            rclpy.shutdown()
+
+
+def published_topics(node: Node, wanted: Callable[[Iterable[str]], list[str]], skip: Callable[[str], bool]
+                     ) -> Iterator[tuple[str, list[str], list[TopicEndpointInfo]]]:
+    """The topics on the graph that `wanted` selects and `skip` does not, with a publisher: (topic, its
+    type names, its publishers). A topic known from subscribers only waits for a publisher, whose QoS
+    a subscription must match."""
+    types = dict(node.get_topic_names_and_types())
+    for topic in wanted(types):
+        if skip(topic):
+            continue
+        infos = node.get_publishers_info_by_topic(topic)
+        if infos:
+            yield topic, types[topic], infos

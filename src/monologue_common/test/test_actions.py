@@ -6,11 +6,12 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 
+H = TypeVar("H")
 SEND_DELAY_S = 0.3  # s: how long the send call takes after the request has gone out
 
 
@@ -89,15 +90,23 @@ def _wait(future: Any, timeout_s: float, what: str) -> Any:
     return future.result()
 
 
-def test_goal_result_and_cancel_answered_while_their_requests_are_still_being_sent(graph: Any) -> None:
+def _client_through(node: Any, wrapper: Callable[[Any], H]) -> tuple[Any, H]:
+    """An execute_skill client (its server up) whose rcl handle is wrapped by `wrapper`."""
     from monologue_common.actions import ActionClient
     from monologue_interfaces.action import ExecuteSkill
 
-    node, _executor, release = graph
     client = ActionClient(node, ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=5.0)
-    slow = _SlowSendHandle(client._client_handle)
-    client._client_handle = slow
+    wrapped = wrapper(client._client_handle)
+    client._client_handle = wrapped
+    return client, wrapped
+
+
+def test_goal_result_and_cancel_answered_while_their_requests_are_still_being_sent(graph: Any) -> None:
+    from monologue_interfaces.action import ExecuteSkill
+
+    node, _executor, release = graph
+    client, slow = _client_through(node, _SlowSendHandle)
     feedback: list[str] = []
 
     handle = _wait(client.send_goal_async(ExecuteSkill.Goal(skill="pick", args=["a"]),
@@ -140,14 +149,10 @@ def test_a_goal_whose_response_was_lost_is_followed_from_the_server_status(graph
 
     from unique_identifier_msgs.msg import UUID
 
-    from monologue_common.actions import ActionClient
     from monologue_interfaces.action import ExecuteSkill
 
     node, _executor, release = graph
-    client = ActionClient(node, ExecuteSkill, "execute_skill")
-    assert client.wait_for_server(timeout_sec=5.0)
-    lossy = _LosesGoalResponses(client._client_handle)
-    client._client_handle = lossy
+    client, lossy = _client_through(node, _LosesGoalResponses)
     goal_id = UUID(uuid=list(uuid.uuid4().bytes))
     send = client.send_goal_async(ExecuteSkill.Goal(skill="pick", args=["a"]), goal_uuid=goal_id)
     other = UUID(uuid=list(uuid.uuid4().bytes))

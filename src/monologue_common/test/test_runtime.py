@@ -266,3 +266,23 @@ def test_stop_executor_waits_bounded_for_a_running_callback(kind: str) -> None:
         node.destroy_node()
     finally:
         rclpy.try_shutdown(context=ctx)
+
+
+def test_probe_node_owns_the_context_only_when_it_started_it() -> None:
+    import rclpy
+    from rclpy.utilities import ok
+
+    from monologue_common.runtime import probe_node
+
+    assert not ok()
+    with probe_node("runtime_test_probe") as (node, executor):
+        assert ok() and node.get_name() == "runtime_test_probe"
+        executor.spin_once(timeout_sec=0.01)
+    assert not ok()  # it started rclpy, so it shut it down
+    rclpy.init(args=[])
+    try:
+        with probe_node("runtime_test_probe_2") as (node, _executor):
+            assert node.get_name() == "runtime_test_probe_2"
+        assert ok()  # the caller's context is left running
+    finally:
+        rclpy.shutdown()

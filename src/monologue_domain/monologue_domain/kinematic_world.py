@@ -31,7 +31,14 @@ from .tabletop import (
     LOCATIONS,
     STACK_XY_TOLERANCE,
 )
-from .tabletop_preconditions import Reach, TableThing, TabletopPrecondition, check_pick_place, unknown_argument
+from .tabletop_preconditions import (
+    STACK_MIN_RISE,
+    Reach,
+    TableThing,
+    TabletopPrecondition,
+    check_pick_place,
+    unknown_argument,
+)
 
 PICKABLE = ("block", "cup")  # categories the suction cup picks (cups by their closed top)
 
@@ -168,7 +175,8 @@ class TabletopWorld:
         return (o.x, o.y, o.z)
 
     def objects_on_top_of(self, name: str) -> list[KinematicObject]:
-        """Blocks resting on the given block (directly or higher in the same stack)."""
+        """Blocks resting on the given block (directly or higher in the same stack): within 4 cm (x-y) and
+        more than STACK_MIN_RISE higher, so a block in a bowl beside it (0.5 cm higher) is not on it."""
         base = self.get(name)
         if base.category == "cup":  # things on its closed top
             return [o for o in self.objects if o is not base and o.category in PICKABLE
@@ -177,7 +185,7 @@ class TabletopWorld:
             return []
         return [
             o for o in self.blocks
-            if o is not base and _xy_dist(o, base) < STACK_XY_TOLERANCE and o.z > base.z + 1e-4
+            if o is not base and _xy_dist(o, base) < STACK_XY_TOLERANCE and o.z > base.z + STACK_MIN_RISE
         ]
 
     def is_on(self, obj_name: str, target: str) -> bool:

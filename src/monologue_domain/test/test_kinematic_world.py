@@ -90,3 +90,16 @@ def test_place_noise_is_seeded_and_bounded() -> None:
 def test_matching_bowls_reward_near_miss() -> None:
     w = world_with([("red block", (0.6, -0.1 + 0.07, 0.02)), ("red bowl", (0.6, -0.1, 0.0))])
     assert not matching_bowls_done(w.snapshot())
+
+
+def test_a_block_in_a_bowl_beside_a_block_is_not_on_top_of_it() -> None:
+    """Regression (issue 29's ceiling runs): a block resting in a bowl within 4 cm (x-y) of a block on the
+    table is 0.5 cm higher; it used to count as on top of it, so the table block could not be picked."""
+    w = world_with([("red block", (0.45, 0.10, 0.02)), ("green bowl", (0.50, 0.10, 0.0)),
+                    ("blue block", (0.48, 0.10, 0.025))])
+    assert w.objects_on_top_of("red block") == []
+    assert w.precondition("red block", "top left corner") is None
+    w.pick_place("red block", "top left corner")
+    assert w.is_on("red block", "top left corner")
+    stacked = world_with([("red block", (0.45, 0.10, 0.02)), ("blue block", (0.46, 0.10, 0.06))])
+    assert [o.name for o in stacked.objects_on_top_of("red block")] == ["blue block"]

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from monologue_bringup.graph import robot_entry, simulated_robots
+from monologue_bringup.graph import LLMS, robot_entry, simulated_robots
 from monologue_domain.tasks import FAMILIES
 
 from .core.benchmark import K_STEPS, PAPER_EPISODES, STRATEGIES, WORDINGS
@@ -43,7 +43,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--suite", choices=SUITES.names(), default=DEFAULT_SUITE, metavar="SUITE",
                     help="; ".join(f"{n}: {s.description}" + (f" ({s.arguments})" if s.arguments else "")
                                    for n, s in suites.items()) + f" (default {DEFAULT_SUITE})")
-    ap.add_argument("--llm", choices=("embedded", "openai"), default="embedded")
+    ap.add_argument("--llm", choices=LLMS, default="embedded")
     ap.add_argument("--robot", choices=tabletop_robots(), default="sim",
                     help="table1: sim (default: the MuJoCo simulator) or sim_kinematic (the in-process "
                          "kinematic tabletop)")

@@ -45,35 +45,27 @@ def run_episode(
     With `recorder_ready_s` > 0 (s), the goal waits until the bag recorder records every topic it should
     that this client sees published (recorder_ready), and every topic of `recorded_topics` whether or not
     this client has discovered its publisher yet, so a recording holds the episode from its start."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.utilities import ok
     from unique_identifier_msgs.msg import UUID
 
     from monologue_common.actions import ActionClient
     from monologue_common.qos import LATCHED
+    from monologue_common.runtime import probe_node
     from monologue_interfaces.action import ExecuteInstruction
     from monologue_interfaces.msg import SceneDescription
 
-    own_context = not ok()
-    if own_context:
-        rclpy.init(args=[])  # not sys.argv: its key:=value arguments are not ROS remappings
-    node = rclpy.create_node(f"monologue_eval_{os.getpid()}_{next(_CLIENT_IDS)}")
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    truth: list[SceneDescription] = []
-    seen: list[SceneDescription] = []
-    received: list[int] = []
+    with probe_node(f"monologue_eval_{os.getpid()}_{next(_CLIENT_IDS)}") as (node, executor):
+        truth: list[SceneDescription] = []
+        seen: list[SceneDescription] = []
+        received: list[int] = []
 
-    def on_feedback(fb: ExecuteInstruction.Impl.FeedbackMessage) -> None:
-        received.append(fb.feedback.event.index)
-        print_event(fb.feedback.event)
+        def on_feedback(fb: ExecuteInstruction.Impl.FeedbackMessage) -> None:
+            received.append(fb.feedback.event.index)
+            print_event(fb.feedback.event)
 
-    node.create_subscription(SceneDescription, GROUND_TRUTH_TOPIC, truth.append, LATCHED)
-    if fallback_scene:
-        node.create_subscription(SceneDescription, SCENE_TOPIC, seen.append, LATCHED)
-    client = ActionClient(node, ExecuteInstruction, "execute_instruction")
-    try:
+        node.create_subscription(SceneDescription, GROUND_TRUTH_TOPIC, truth.append, LATCHED)
+        if fallback_scene:
+            node.create_subscription(SceneDescription, SCENE_TOPIC, seen.append, LATCHED)
+        client = ActionClient(node, ExecuteInstruction, "execute_instruction")
         if not client.wait_for_server(timeout_sec=ready_timeout_s):
             raise TimeoutError(f"planner's execute_instruction not available after {ready_timeout_s:.0f} s")
         if recorder_ready_s > 0:
@@ -125,11 +117,6 @@ def run_episode(
         if truth:
             return result, list(truth[-1].objects)
         return result, list(seen[-1].objects) if seen else []
-    finally:
-        executor.shutdown()  # drops spin_once's suspended wait (it holds the node's handles: destroy would hang)
-        node.destroy_node()
-        if own_context:
-            rclpy.shutdown()
 
 
 RECORDER_PROGRESS_TOPIC = "recorder/progress"  # monologue_bag's recorder: transcript events written per episode
@@ -177,35 +164,22 @@ def wait_until_recorded(expected: Mapping[str, int], timeout_s: float) -> dict[s
     stop the graph only after this, or its last events may still be in flight to the recorder."""
     import json
 
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.utilities import ok
     from std_msgs.msg import String
 
     from monologue_common.qos import LATCHED
+    from monologue_common.runtime import probe_node
 
-    own_context = not ok()
-    if own_context:
-        rclpy.init(args=[])
-    node = rclpy.create_node(f"monologue_eval_recorded_{os.getpid()}_{next(_CLIENT_IDS)}")
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
     counts: dict[str, int] = {}
 
     def on_progress(msg: String) -> None:
         counts.update(json.loads(msg.data).get("transcript", {}))
 
-    node.create_subscription(String, RECORDER_PROGRESS_TOPIC, on_progress, LATCHED)
-    deadline = time.monotonic() + timeout_s
-    try:
+    with probe_node(f"monologue_eval_recorded_{os.getpid()}_{next(_CLIENT_IDS)}") as (node, executor):
+        node.create_subscription(String, RECORDER_PROGRESS_TOPIC, on_progress, LATCHED)
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and any(counts.get(e, 0) < n for e, n in expected.items()):
             executor.spin_once(timeout_sec=0.1)
         return dict(counts)
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        if own_context:
-            rclpy.shutdown()
 
 
 def stop_on_signals() -> None:
@@ -222,23 +196,13 @@ def stop_on_signals() -> None:
 
 def planner_available(timeout_s: float) -> bool:
     """True if a planner's execute_instruction action server appears on this ROS domain within `timeout_s` s."""
-    import rclpy
-    from rclpy.utilities import ok
-
     from monologue_common.actions import ActionClient
+    from monologue_common.runtime import probe_node
     from monologue_interfaces.action import ExecuteInstruction
 
-    own_context = not ok()
-    if own_context:
-        rclpy.init(args=[])
-    node = rclpy.create_node(f"monologue_eval_probe_{os.getpid()}_{next(_CLIENT_IDS)}")
-    try:
+    with probe_node(f"monologue_eval_probe_{os.getpid()}_{next(_CLIENT_IDS)}") as (node, _executor):
         return bool(ActionClient(node, ExecuteInstruction, "execute_instruction").wait_for_server(
             timeout_sec=timeout_s))
-    finally:
-        node.destroy_node()
-        if own_context:
-            rclpy.shutdown()
 
 
 def world_states(objects: Sequence[SceneObject]) -> list[ObjectState]:

@@ -32,7 +32,12 @@ precondition (KITCHEN_DEMOS): the kitchen robot already holds the coke when aske
 "find a coke" fails: "I am already holding the coke"), Spot already stands in the lab when asked to put
 the phone on the nightstand ("stand up" fails: "I am already standing"). With strategy:=cape the
 monologue shows the error and CAPE's corrective prompt ("Error: ... A correct step would be to") and
-the corrected step. The world's prompt profile and CAPE demonstration file are set for the robot;
+the corrected step. With llm:=expert (the expert stand-in, docs/llm.md) the stand-in knows the world, so
+a wrong step comes from its error rate instead: 0.5 with a fixed seed per world and one CAPE sample a step
+(EXPERT_ERROR_RATE, WorldDemo.expert_seed); in the kitchen its first step "pick up the coke" is refused
+("I am already holding the coke") and the correction "bring it to you" reaches the goal
+(`monologue-demo robot:=sim_kitchen strategy:=cape llm:=expert`). The world's prompt profile and CAPE
+demonstration file are set for the robot;
 the default instruction of these worlds is judged by its goal on the final state.
 
 scene:= (robot:=sim or sim_kinematic) sets up one of Statler's domains (`sim.scene`, monologue_eval.statler_demo):
@@ -105,6 +110,16 @@ class WorldDemo:
     prompt_profile: str
     cape_demonstrations: str
     goal: Callable[[KitchenState], bool]
+    # llm:=expert: the world and goal the stand-in plans for (monologue_domain.expert.<world>), and the seed
+    # of its error rate (EXPERT_ERROR_RATE, one CAPE sample a step) whose wrong first step the world refuses
+    expert_goal: tuple[str, dict[str, object]] = ("", {})
+    expert_seed: int = 0
+
+
+# llm:=expert with strategy:=cape on a symbolic world: a wrong step with this probability (the stand-in's
+# error rate, one sample per step, seeded by the world's `expert_seed`), so the demo shows a real
+# precondition error and CAPE's correction of it (checked by test/test_demo_cape_system.py)
+EXPERT_ERROR_RATE = 0.5
 
 
 def _kitchen_start_holding(obj: str) -> str:
@@ -122,10 +137,12 @@ def world_demo(world: str) -> WorldDemo:
         return WorldDemo("Bring me the coke", {"kitchen.objects": _kitchen_start_holding("coke"),
                                                "kitchen.robot_location": "far counter"}, "saycan", "cape_kitchen",
                          lambda s: s.location_of("coke") == "user" or (
-                             s.location_of("coke") == HELD and s.robot_location == "user"))
+                             s.location_of("coke") == HELD and s.robot_location == "user"),
+                         ("kitchen", {"predicate": "delivered(coke)"}), 7)
     if world == "household":  # Spot already stands: "stand up" violates already_standing (CAPE D1)
         return WorldDemo("Put the phone on the nightstand", {"household.scene": "lab", "household.sitting": "false"},
-                         "household", "cape_household", lambda s: s.location_of("phone") == "nightstand")
+                         "household", "cape_household", lambda s: s.location_of("phone") == "nightstand",
+                         ("household", {"atoms": ["at(phone, nightstand)"]}), 0)
     raise ValueError(f"no demo for the {world!r} world")
 RUNNING_READY_S = 15.0  # s to find the running graph's planner
 OWN_GRAPH_PROBE_S = 2.0  # s to look for a planner already running before starting our own graph
@@ -336,6 +353,12 @@ def run_own_graph(args: DemoArgs) -> int:
         node_params.setdefault("planner", {})["strategy"] = values["strategy"]
     if values["method"]:
         node_params.setdefault("planner", {})["cape.method"] = values["method"]
+    if world is not None and values["llm"] == "expert" and values["strategy"] == "cape":
+        node_params.setdefault("planner", {}).update({  # a seeded wrong first step, grounded exactly
+            "llm.expert.error_rate": str(EXPERT_ERROR_RATE), "llm.expert.seed": str(world.expert_seed),
+            "cape.samples": "1", "cape.embedder": "llm"})
+        print(f"== expert stand-in: error rate {EXPERT_ERROR_RATE} (seed {world.expert_seed}), one CAPE sample a "
+              "step: a wrong step is refused for a precondition and CAPE corrects it")
     if record is None:  # a recorded run keeps its transcript files next to the bag
         node_params.setdefault("planner", {})["transcript_dir"] = str(transcripts)
     if values["perception"] == "camera":  # scene and success from the camera images (oracle boxes, depth, open3d)
@@ -358,6 +381,10 @@ def run_own_graph(args: DemoArgs) -> int:
                      log_level=values["log_level"], record=record, web=web, foxglove=foxglove)
     t0 = time.monotonic()
     truth: dict[str, object] = {}
+    if world is not None and sup.expert_truth_dir is not None and world.expert_goal[0]:
+        from monologue_domain.expert.channel import write_task
+
+        write_task(sup.expert_truth_dir, instruction, world.expert_goal[0], world.expert_goal[1])
     try:
         sup.start()
         print("== monologue:")

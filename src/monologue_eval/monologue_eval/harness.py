@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from monologue_bringup.graph import EXPERT
+from monologue_domain.expert.channel import write_task
+
 from .client import stop_on_signals
 from .core.store import Eta, InfrastructureError, Record, RecordStore, run_pending
 
@@ -326,6 +329,14 @@ def on_off() -> tuple[int, int]:
     return ExecuteInstruction.Goal.OPTION_ON, ExecuteInstruction.Goal.OPTION_OFF
 
 
+def record_expert_task(truth_dir: Path | None, instruction: str, world: str, goal: Mapping[str, Any]) -> None:
+    """Write the goal of `instruction` to the expert stand-in's side channel `truth_dir` (a GraphRun's or
+    SuiteGraph's `expert_truth_dir`/`expert_dir`; None, i.e. another LLM: nothing). The goal is the world's
+    expert planner's (monologue_domain.expert.<world>)."""
+    if truth_dir is not None:
+        write_task(truth_dir, instruction, world, goal)
+
+
 class SuiteGraph:
     """A suite's graph on `robot`: the static nodes (`start`), the scene's node(s) restarted per episode
     (`restart_scene`) and the benchmark's probe node; node output goes to <out>/graph.log. A suite's
@@ -341,11 +352,19 @@ class SuiteGraph:
         self.scene_sup: Supervisor | None = None
         self.probe: SceneProbe | None = None
         self.start_s = 0.0  # s, last bring-up of the static graph (until the planner answered, if waited for)
+        # llm:=expert: the stand-in's side channel, one for the whole run (every restarted scene writes there)
+        self.expert_dir: Path | None = out / "expert_truth" if llm == EXPERT else None
 
     def supervisor(self, nodes: list[str], params: dict[str, dict[str, str]]) -> Supervisor:
         from monologue_bringup.up import Supervisor
 
+        if self.expert_dir is not None:
+            params = {**params, "planner": {**params.get("planner", {}), "llm.expert.truth_dir": str(self.expert_dir)}}
         return Supervisor(self.robot, self.llm, nodes=nodes, sink=self.sink, log_level="warn", node_params=params)
+
+    def record_expert_task(self, instruction: str, world: str, goal: Mapping[str, Any]) -> None:
+        """Tell the expert stand-in (llm:=expert only) the goal of `instruction`."""
+        record_expert_task(self.expert_dir, instruction, world, goal)
 
     def start_graph(self, nodes: list[str], params: dict[str, dict[str, str]], wait_planner: bool) -> None:
         """Bring up the static nodes and the probe; with `wait_planner`, until the planner answers."""

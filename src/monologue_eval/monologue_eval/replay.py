@@ -24,7 +24,6 @@ import argparse
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from monologue_bringup.graph import REPLAY, params_from_custom_data, parse_launch_args
-from monologue_bringup.up import graph_runner, parse_node_params, record_dir_error
+from monologue_bringup.up import graph_runner, parse_node_params, record_dir_error, run_until_signal
 
 if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no type information)
     from monologue_bag.core.episode import GoalSpec
@@ -60,32 +59,19 @@ def build_goal(spec: GoalSpec) -> ExecuteInstruction.Goal:
 def wait_for_perception(timeout_s: float) -> bool:
     """True once perception published a scene description from the played sensor data: only then does
     the planner's first describe_scene have input (DDS discovery can take seconds on a busy machine)."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from rclpy.utilities import ok
 
+    from monologue_common.runtime import probe_node
     from monologue_interfaces.msg import SceneDescription
 
-    own = not ok()
-    if own:
-        rclpy.init(args=[])
-    node = rclpy.create_node(f"monologue_replay_probe_{os.getpid()}")
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
     got: list[SceneDescription] = []
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
-    node.create_subscription(SceneDescription, "scene/description", got.append, latched)
-    try:
+    with probe_node(f"monologue_replay_probe_{os.getpid()}") as (node, executor):
+        node.create_subscription(SceneDescription, "scene/description", got.append, latched)
         deadline = time.monotonic() + timeout_s
         while not got and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
         return bool(got)
-    finally:
-        executor.shutdown()  # drops spin_once's suspended wait (it holds the node's handles: destroy would hang)
-        node.destroy_node()
-        if own:
-            rclpy.shutdown()
 
 
 HOLD_PERIOD_S = 0.2  # s: the player's re-publication period while a skill waits (config/monologue.yaml)
@@ -220,23 +206,8 @@ def play_only(bag_dir: Path, rate: float, start_offset_s: float, loop: bool, nod
         params.setdefault(node, {}).update(values)
     sup = graph_runner(container)(config_dir=config_dir, node_params=params, log_level=log_level, mode=REPLAY,
                                   nodes=["bag_player", "perception", "viz"])
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    try:
-        sup.start()
-    except RuntimeError as e:  # a node of an in-process graph failed to load or start
-        print(f"monologue-replay: {e}", file=sys.stderr)
-        sup.stop()
-        return 1
-    rc = 0
-    while not stop.wait(0.2):
-        dead = sup.dead()
-        if dead:
-            rc = 0 if dead.get("bag_player") == 0 else 1
-            break
-    sup.stop()
-    return rc
+    # the player exits (0) at the bag's end
+    return run_until_signal(sup, "monologue-replay", lambda dead: 0 if dead.get("bag_player") == 0 else 1)
 
 
 def speed(bag_dir: Path, wall_s: float) -> str:

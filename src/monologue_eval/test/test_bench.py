@@ -11,6 +11,7 @@ import yaml
 
 from monologue_domain.tasks import FAMILIES, TaskScene
 from monologue_eval.bench import main
+from monologue_eval.core import benchmark as bm
 from monologue_eval.core.benchmark import (
     PAPER_TABLE1,
     VARIANTS,
@@ -26,9 +27,6 @@ from monologue_eval.core.benchmark import (
     llm_intervals,
     llm_usage,
     motion_time,
-    param_overrides,
-    param_text,
-    plan_episodes,
     run_benchmark,
     split_wall_time,
     summarize,
@@ -118,16 +116,16 @@ def test_paper_numbers_are_im_table_1_verbatim() -> None:
 
 # ----- plan, seeds, node parameters ---------------------------------------------------------------
 def test_plan_covers_every_cell_per_index_and_rejects_unknown_names() -> None:
-    plan = plan_episodes(["stack", "pick_place"], ["llm_object", "im_object_scene"], 2)
+    plan = bm.plan_episodes(["stack", "pick_place"], ["llm_object", "im_object_scene"], 2)
     assert plan[:4] == [EpisodeKey("stack", "llm_object", 0), EpisodeKey("pick_place", "llm_object", 0),
                         EpisodeKey("stack", "im_object_scene", 0), EpisodeKey("pick_place", "im_object_scene", 0)]
     assert len(plan) == len(set(plan)) == 8 and plan[-1] == EpisodeKey("pick_place", "im_object_scene", 1)
     with pytest.raises(ValueError, match="unknown variants"):
-        plan_episodes(["stack"], ["im_object"], 1)
+        bm.plan_episodes(["stack"], ["im_object"], 1)
     with pytest.raises(ValueError, match="unknown tasks"):
-        plan_episodes(["juggle"], ["llm_object"], 1)
+        bm.plan_episodes(["juggle"], ["llm_object"], 1)
     with pytest.raises(ValueError):
-        plan_episodes(["stack"], ["llm_object"], 0)
+        bm.plan_episodes(["stack"], ["llm_object"], 0)
 
 
 def test_episode_seeds_are_stable_shared_by_variants_and_distinct() -> None:
@@ -152,11 +150,11 @@ def test_scene_overrides_set_the_skills_node_world() -> None:
 def test_param_overrides_reach_the_nodes_and_are_recorded_in_the_settings(tmp_path: Path) -> None:
     from monologue_bringup.up import parse_node_params
 
-    text = param_text(parse_node_params(["planner:scoring.normalization=mean", "skills:sim.phase_duration=0.05",
+    text = bm.param_text(parse_node_params(["planner:scoring.normalization=mean", "skills:sim.phase_duration=0.05",
                                          "planner:scoring.calibration=content_free"]))
     assert text == ("planner:scoring.calibration=content_free; planner:scoring.normalization=mean; "
                     "skills:sim.phase_duration=0.05")  # sorted: the same overrides give the same settings
-    assert param_overrides(text) == {"planner": {"scoring.calibration": "content_free",
+    assert bm.param_overrides(text) == {"planner": {"scoring.calibration": "content_free",
                                                  "scoring.normalization": "mean"},
                                      "skills": {"sim.phase_duration": "0.05"}}
     settings = Settings("embedded", 0, "scoring", False, 0.02, 15, params=text)
@@ -339,7 +337,7 @@ class FlakyRunner:
 
 
 def test_a_crashed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
-    plan = plan_episodes(["pick_place", "stack"], ["llm_object", "im_object_success"], 2)
+    plan = bm.plan_episodes(["pick_place", "stack"], ["llm_object", "im_object_success"], 2)
     store = ResultStore(tmp_path)
     store.open(SETTINGS)
     lines: list[str] = []
@@ -358,7 +356,7 @@ def test_a_crashed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 
 def test_a_graph_that_keeps_failing_stops_the_run_after_one_retry(tmp_path: Path) -> None:
-    plan = plan_episodes(["stack"], ["llm_object"], 3)
+    plan = bm.plan_episodes(["stack"], ["llm_object"], 3)
     store = ResultStore(tmp_path)
     store.open(SETTINGS)
     runner = FlakyRunner(always_broken=True)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from monologue_domain.kitchen import household as hh
 from monologue_domain.kitchen.household import (
     HOUSEHOLD_SKILLS,
     SCENES,
@@ -19,11 +20,10 @@ from monologue_domain.kitchen.household import (
     goal_holds,
     household_text,
     parse_atom,
-    reference_program,
-    run_program,
     start_with,
 )
 from monologue_domain.kitchen.state import HELD
+from monologue_eval.core import cape_bench as cb
 from monologue_eval.core.cape_bench import (
     CAPE_VARIANTS,
     PAPER_TABLES,
@@ -44,28 +44,28 @@ from monologue_eval.core.cape_bench import (
     plan_cape,
     plan_of,
     planner_parameters,
-    rescore,
     score_episode,
-    select_tasks,
     skills_parameters,
     state_json,
 )
 from monologue_eval.core.cape_report import errors_table, report_markdown, results_json, summary, write_chart
 
-REPO = Path(__file__).resolve().parents[3]
-CONFIG = REPO / "config"
-
 
 @pytest.fixture(scope="module")
-def suite() -> Any:
-    return load_cape_suite(CONFIG)
+def suite(config_dir: Path) -> Any:
+    return load_cape_suite(config_dir)
+
+
+def household_prompt(config_dir: Path) -> Any:
+    """config/prompts/cape_household.yaml, parsed."""
+    return yaml.safe_load((config_dir / "prompts" / "cape_household.yaml").read_text())
 
 
 # ---- reference planner and generator ---------------------------------------------------------------
 def test_reference_program_reaches_the_goal_without_a_precondition_error() -> None:
     scene, start = SCENES["kitchen"]()
     goal = [parse_atom("at(shoes, couch)"), parse_atom("held(water bottle)")]
-    prog = reference_program(scene, start, goal)
+    prog = hh.reference_program(scene, start, goal)
     assert [household_text(s, a) for s, a in prog] == [
         "stand up", "walk to the shoes", "pick up the shoes", "walk to the couch", "put the shoes on the couch",
         "walk to the kitchen door", "open the kitchen door", "walk to the fridge", "open the fridge",
@@ -80,11 +80,11 @@ def test_reference_program_reaches_the_goal_without_a_precondition_error() -> No
 def test_reference_program_frees_the_hand_and_fails_loudly_when_impossible() -> None:
     scene, start = SCENES["lab"]()
     begin = start_with(start, held="mail", standing=True)
-    prog = reference_program(scene, begin, [("at", "milk", "fridge")])
+    prog = hh.reference_program(scene, begin, [("at", "milk", "fridge")])
     assert prog[0] == ("drop", ("mail",))  # the one arm must be free to open the fridge
-    assert goal_holds(run_program(scene, begin, prog), [("at", "milk", "fridge")])
+    assert goal_holds(hh.run_program(scene, begin, prog), [("at", "milk", "fridge")])
     with pytest.raises(NoReferencePlan):
-        reference_program(scene, start, [("at", "phone", "desk"), ("held", "phone"), ("at", "mail", "shelf")])
+        hh.reference_program(scene, start, [("at", "phone", "desk"), ("held", "phone"), ("at", "mail", "shelf")])
     with pytest.raises(ValueError, match="goal atom"):
         parse_atom("at(phone)")
 
@@ -100,31 +100,32 @@ def test_generated_tasks_are_deterministic_unique_executable_and_exclude_given_t
         scene, start = SCENES[t.scene]()
         begin = start_with(start, t.held, t.standing)
         assert not goal_holds(begin, t.goal)
-        assert goal_holds(run_program(scene, begin, reference_program(scene, begin, t.goal)), t.goal), t
+        assert goal_holds(hh.run_program(scene, begin, hh.reference_program(scene, begin, t.goal)), t.goal), t
     banned = generate_tasks(["lab"], 12, seed=4, exclude=[a[0].text])
     assert a[0].text not in {t.text for t in banned}
 
 
 # ---- the suite and the demonstration file ---------------------------------------------------------
-def test_suite_has_the_papers_12_plans_and_generated_tasks_disjoint_from_the_demonstrations(suite: Any) -> None:
+def test_suite_has_the_papers_12_plans_and_generated_tasks_disjoint_from_the_demonstrations(
+        suite: Any, config_dir: Path) -> None:
     paper = suite.of_source("paper")
     assert len(paper) == 12 and {t.scene for t in paper} == {"lab", "kitchen"}
     assert {t.text for t in paper} == {"Prepare for a run on a warm day", "Put the phone on the nightstand",
                                        "Iron a shirt", "Put mail in storage", "Organize pantry", "Put away groceries"}
     gen = suite.of_source("generated")
     assert len(gen) == 40
-    raw = yaml.safe_load((CONFIG / "prompts" / "cape_household.yaml").read_text())
+    raw = household_prompt(config_dir)
     demo_tasks = {d["task"].lower() for d in raw["demonstrations"] + raw["corrections"]}
     assert not demo_tasks & {t.text.lower() for t in suite.tasks}
     for t in suite.tasks:  # every ground-truth program reaches its goal
         assert t.reference and goal_holds(t.reference_final(), t.goal), t.key
-    assert [t.key for t in select_tasks(suite, ["paper"], 2)] == ["paper_run_lab", "paper_run_kitchen"]
+    assert [t.key for t in cb.select_tasks(suite, ["paper"], 2)] == ["paper_run_lab", "paper_run_kitchen"]
     with pytest.raises(ValueError, match="task sets"):
-        select_tasks(suite, ["nope"])
+        cb.select_tasks(suite, ["nope"])
 
 
-def test_cape_household_demonstrations_execute_and_corrections_fail_as_stated() -> None:
-    raw = yaml.safe_load((CONFIG / "prompts" / "cape_household.yaml").read_text())
+def test_cape_household_demonstrations_execute_and_corrections_fail_as_stated(config_dir: Path) -> None:
+    raw = household_prompt(config_dir)
     assert raw["skills"] == {k: t for k, (_, t) in HOUSEHOLD_SKILLS.items()}
     scene, start = SCENES["home"]()
     texts = {household_text(s, a): (s, a) for s, a in HouseholdWorld(scene, start).instances()}
@@ -157,7 +158,7 @@ def test_variants_map_to_planner_parameters_goal_options_and_world_parameters(su
     assert p["household.objects"] == f"['{task.held}@{HELD}']" and p["household.sitting"] == "false"
     assert (p["household.affordances"], p["household.affordance_flip"], p["household.scene"]) == (
         "noisy", "0.06", task.scene)
-    plan = plan_cape(select_tasks(suite, ["paper"], 2), ["Z_E", "huang"], 1)
+    plan = plan_cape(cb.select_tasks(suite, ["paper"], 2), ["Z_E", "huang"], 1)
     assert [k.variant for k in plan] == ["Z_E", "Z_E", "huang", "huang"]  # one planner start per variant
     with pytest.raises(ValueError, match="unknown variants"):
         plan_cape([], ["Z_X"], 1)
@@ -237,7 +238,7 @@ def test_score_episode_exec_aff_lcs_gs_and_goal(suite: Any) -> None:
     # the plan stops after walking to the desk; the second step failed once and was corrected
     partial = [perfect[0], AttemptRec(2, "pick_up", ("phone",), "", False, "not_near", 3), perfect[1]]
     start = task.start()
-    final = run_program(SCENES["lab"]()[0], start, [(a.skill, a.args) for a in partial if a.ok])
+    final = hh.run_program(SCENES["lab"]()[0], start, [(a.skill, a.args) for a in partial if a.ok])
     ep2 = score_episode(task, "Z_E", 0, partial, final)
     assert ep2.executable and not ep2.goal and ep2.corrections == 1
     assert ep2.lcs == pytest.approx(100 * 2 / len(ref))
@@ -283,7 +284,7 @@ def test_summary_rates_and_report_layout() -> None:
 def test_store_resumes_rescores_and_the_chart_is_written(suite: Any, tmp_path: Path) -> None:
     task = suite.by_key()["paper_phone_kitchen"]
     attempts = attempts_from_events(CAPE_EVENTS[:6])
-    final = run_program(SCENES["kitchen"]()[0], task.start(), [])
+    final = hh.run_program(SCENES["kitchen"]()[0], task.start(), [])
     ep = score_episode(task, "Z_E", 0, attempts, final)
     rec = CapeRecord(ep, task.text, [{**a.__dict__, "args": list(a.args)} for a in attempts], state_json(final), 3,
                      False, "NONE", "", "/tmp/t.jsonl", 1, 2.0, 1.0)
@@ -296,7 +297,7 @@ def test_store_resumes_rescores_and_the_chart_is_written(suite: Any, tmp_path: P
     assert store.open(settings) is True
     [back] = store.load()
     assert back.key == CapeKey("Z_E", task.key, 0) and back.episode == ep
-    assert rescore(back, task).episode == ep
+    assert cb.rescore(back, task).episode == ep
     with pytest.raises(Exception, match="other settings"):
         store.open(CapeSettings("cape", "embedded", 1, 15))
     write_chart(tmp_path / "c.png", [ep], ["Z_E"], "t")

@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from monologue_domain.kitchen.goals import run
-from monologue_domain.kitchen.suites import Suite, example_plans, load_suite, suite_path
+from monologue_domain.kitchen.suites import Suite, example_plans
 from monologue_domain.kitchen.world import KitchenWorld, make_state, parse_placements
 from monologue_eval.bench import parse_args
+from monologue_eval.core import kitchen_bench as kb
 from monologue_eval.core.benchmark import SettingsMismatch
 from monologue_eval.core.kitchen_bench import (
     DISTURBANCE_RATES,
@@ -21,11 +22,7 @@ from monologue_eval.core.kitchen_bench import (
     KitchenRecord,
     KitchenSettings,
     KitchenStore,
-    chosen_skills,
     goal_options,
-    kitchen_seed,
-    plan_kitchen,
-    select_instructions,
     skills_parameters,
     suite_conditions,
     transcript_events,
@@ -36,16 +33,6 @@ from monologue_eval.suites._kitchen import write_kitchen_report
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ON, OFF = 1, 2  # ExecuteInstruction.Goal.OPTION_ON / OPTION_OFF
-
-
-@pytest.fixture(scope="module")
-def saycan() -> Suite:
-    return load_suite(suite_path(CONFIG, "saycan"))
-
-
-@pytest.fixture(scope="module")
-def im_kitchen() -> Suite:
-    return load_suite(suite_path(CONFIG, "im_kitchen"))
 
 
 def test_variants_are_the_report_columns_and_map_to_planner_settings() -> None:
@@ -91,29 +78,29 @@ def test_disturbances_set_the_documented_rates(im_kitchen: Suite) -> None:
 
 
 def test_instruction_subsets_and_the_episode_plan(saycan: Suite) -> None:
-    two = select_instructions(saycan, None, 2)
+    two = kb.select_instructions(saycan, None, 2)
     assert len(two) == 2 * len(saycan.families)
     assert [i.key for i in two[:2]] == ["nl_single_01", "nl_single_02"]
-    assert [i.family for i in select_instructions(saycan, ["long_horizon", "nl_verbs"], None)] == (
+    assert [i.family for i in kb.select_instructions(saycan, ["long_horizon", "nl_verbs"], None)] == (
         ["nl_verbs"] * 15 + ["long_horizon"] * 15)  # suite order
-    assert len(select_instructions(saycan)) == 101
+    assert len(kb.select_instructions(saycan)) == 101
     with pytest.raises(ValueError, match="unknown families"):
-        select_instructions(saycan, ["cooking"], None)
-    plan = plan_kitchen(two[:2], ["saycan", "no_vf"], suite_conditions("saycan"), 2)
+        kb.select_instructions(saycan, ["cooking"], None)
+    plan = kb.plan_kitchen(two[:2], ["saycan", "no_vf"], suite_conditions("saycan"), 2)
     assert len(plan) == 8 and len(set(plan)) == 8
     assert plan[0] == KitchenKey("nl_single_01", "saycan", "none", 0)
     assert suite_conditions("im_kitchen") == ("none", "disturbances")
     # the world's seed: the same for every variant, different per repetition and instruction
     a, b = KitchenKey("x", "saycan", "none", 0), KitchenKey("x", "no_vf", "none", 0)
-    assert kitchen_seed(0, a) == kitchen_seed(0, b) != kitchen_seed(0, KitchenKey("x", "saycan", "none", 1))
-    assert kitchen_seed(0, a) != kitchen_seed(1, a)
+    assert kb.kitchen_seed(0, a) == kb.kitchen_seed(0, b) != kb.kitchen_seed(0, KitchenKey("x", "saycan", "none", 1))
+    assert kb.kitchen_seed(0, a) != kb.kitchen_seed(1, a)
 
 
 def test_scoring_from_a_recorded_transcript(saycan: Suite) -> None:
     """A SayCan episode recorded with the embedded model (step cap 4): it never chose done."""
     instr = saycan.by_key()["nl_single_01"]
     events = transcript_events(FIXTURES / "kitchen_saycan_transcript.jsonl")
-    skills = chosen_skills(events)
+    skills = kb.chosen_skills(events)
     assert skills == ["pick up the coke", "put down the coke", "go to the trash", "go to the table"]
     final = run(skills, instr.start)[-1]
     ep = score_episode("saycan", instr, "saycan", "none", 0, skills, final)
@@ -127,7 +114,7 @@ def test_an_acceptable_plan_that_ends_with_done_scores_as_success(saycan: Suite)
     events: list[tuple[str, str, dict[str, object]]] = [("HUMAN_INSTRUCTION", f"Human: {instr.text}", {})]
     events += [("ROBOT_ACTION", s, {"skill": "x"}) for s in plan if s != "done"]
     events += [("ROBOT_THOUGHT", "done.", {"done": True}), ("ROBOT_THOUGHT", "STOP", {"marker": True})]
-    skills = chosen_skills(events)
+    skills = kb.chosen_skills(events)
     assert skills[-1] == "done" and skills.count("done") == 1
     final = run([s for s in skills if s != "done"], instr.start)[-1]
     ep = score_episode("saycan", instr, "saycan", "none", 0, skills, final)
@@ -184,3 +171,16 @@ def test_cli_suite_and_subset_arguments() -> None:
     assert (ns.suite, ns.instructions, ns.families, ns.conditions) == ("im_kitchen", 2, "drawers", "disturbances")
     with pytest.raises(SystemExit):
         parse_args(["--suite", "cooking"])
+
+
+def test_planner_parameters_for_the_expert_error_rate() -> None:
+    """`--param planner:llm.expert.error_rate=0.2` reaches the planner (p = 0.2 recovery runs); other nodes
+    and the parameters the bench sets itself are refused."""
+    from monologue_eval.core.kitchen_bench import KitchenSettings, planner_params
+
+    assert planner_params("planner:llm.expert.error_rate=0.2") == {"llm.expert.error_rate": "0.2"}
+    assert planner_params("") == {}
+    with pytest.raises(ValueError, match="planner parameters only"):
+        planner_params("skills:kitchen.seed=3")
+    with pytest.raises(ValueError, match="bench sets it"):
+        KitchenSettings("saycan", "expert", 0, 15, "planner:llm.expert.truth_dir=x").validate()

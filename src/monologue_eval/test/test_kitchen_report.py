@@ -9,6 +9,7 @@ import pytest
 
 from monologue_domain.kitchen.goals import run
 from monologue_domain.kitchen.suites import Instruction, Suite, example_plans, load_suite, suite_path
+from monologue_eval.core import kitchen_report as report
 from monologue_eval.core.benchmark import wilson
 from monologue_eval.core.kitchen_report import (
     IM_VARIANTS,
@@ -18,25 +19,10 @@ from monologue_eval.core.kitchen_report import (
     KitchenEpisode,
     chart_layout,
     failure_cause,
-    im_cells,
-    report_markdown,
-    results_json,
-    saycan_cells,
     score_episode,
-    write_chart,
 )
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
-
-
-@pytest.fixture(scope="module")
-def saycan() -> Suite:
-    return load_suite(suite_path(CONFIG, "saycan"))
-
-
-@pytest.fixture(scope="module")
-def im_kitchen() -> Suite:
-    return load_suite(suite_path(CONFIG, "im_kitchen"))
 
 
 def perfect(suite: str, instr: Instruction, variant: str, condition: str = "none") -> KitchenEpisode:
@@ -71,14 +57,14 @@ def test_saycan_table_2_layout(saycan: Suite) -> None:
            for i in saycan.instructions]
     eps += [stopped_early("saycan", i, "no_vf") for i in saycan.instructions]
     variants = ["saycan", "no_vf"]
-    cells = {(c.task, c.variant): c for c in saycan_cells(saycan, eps, variants)}
+    cells = {(c.task, c.variant): c for c in report.saycan_cells(saycan, eps, variants)}
     assert (cells[("nl_single", "saycan/plan")].n, cells[("nl_single", "saycan/plan")].successes) == (15, 15)
     assert cells[("long_horizon", "saycan/execute")].successes == 0
     total = cells[("total", "saycan/plan")]
     assert (total.n, total.successes, total.paper) == (101, 86, 84)
     assert total.interval == wilson(86, 101)
     assert cells[("embodiment", "no_vf/plan")].paper == 18 and cells[("embodiment", "no_vf/execute")].paper is None
-    md = report_markdown(saycan, eps, variants)
+    md = report.report_markdown(saycan, eps, variants)
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| Family"))
     assert "SayCan Plan (ours)" in header and "No VF Plan (ours)" in header
@@ -86,7 +72,7 @@ def test_saycan_table_2_layout(saycan: Suite) -> None:
     assert "100% [74–100] 11/11" in row and "64.0%" in row and "18.0%" in row
     assert next(line for line in lines if line.startswith("| Total | 101 |"))
     assert set(PAPER_SC_TABLE2) == {f.key for f in saycan.families} | {"total"}
-    data = results_json(saycan, eps, variants)
+    data = report.results_json(saycan, eps, variants)
     assert len(data["cells"]) == 8 * 2 * 2 and len(data["episodes"]) == 202
 
 
@@ -101,19 +87,19 @@ def test_im_table_3_layout_with_failure_causes(im_kitchen: Suite) -> None:
                 sc = replace(sc, execution_success=False, failure_cause="control")
             eps.append(sc)
     variants = ["saycan", "im_object_success"]
-    cells = {(c.task, c.variant): c for c in im_cells(im_kitchen, eps, variants)}
+    cells = {(c.task, c.variant): c for c in report.im_cells(im_kitchen, eps, variants)}
     c = cells[("disturbances/manipulation", "saycan")]
     assert (c.n, c.successes, c.paper) == (4, 0, 12.5)
     c = cells[("all/total", "im_object_success")]
     assert (c.n, c.successes, c.paper) == (16, 16, 60.4)
-    md = report_markdown(im_kitchen, eps, variants)
+    md = report.report_markdown(im_kitchen, eps, variants)
     row = next(line for line in md.splitlines() if line.startswith("| With Disturbances: Drawers"))
     assert "0% [0–66] 0/2" in row and "control 2" in row and "44.4%" in row
     fig4 = md.split("### Failure causes")[1]
     assert "| SayCan | With Disturbances | 8 | 0 | 0 | 8 | 0 |" in fig4
     assert set(IM_VARIANTS) == set(next(iter(PAPER_IM_TABLE3.values())))
     assert set(SAYCAN_VARIANTS) == {"saycan", "no_vf", "generative"}
-    assert len(results_json(im_kitchen, eps, variants)["cells"]) == 7 * 2
+    assert len(report.results_json(im_kitchen, eps, variants)["cells"]) == 7 * 2
 
 
 @pytest.mark.parametrize("name,variants", [("saycan", ["saycan", "no_vf", "generative"]),
@@ -121,11 +107,11 @@ def test_im_table_3_layout_with_failure_causes(im_kitchen: Suite) -> None:
 def test_chart_is_written(tmp_path: Path, name: str, variants: list[str]) -> None:
     suite = load_suite(suite_path(CONFIG, name))
     eps = [perfect(name, i, variants[0]) for i in suite.instructions]
-    cells = (saycan_cells(suite, eps, variants) if name == "saycan" else im_cells(suite, eps, variants))
+    cells = (report.saycan_cells(suite, eps, variants) if name == "saycan" else report.im_cells(suite, eps, variants))
     rows, cols = chart_layout(suite, variants)
     assert {c.task for c in cells} == {r for r, _ in rows} and {c.variant for c in cells} == {c for c, _ in cols}
     path = tmp_path / "chart.png"
-    write_chart(path, cells, rows, cols, f"{name} test")
+    report.write_chart(path, cells, rows, cols, f"{name} test")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -2,6 +2,8 @@
 summary event, rows round-tripping through JSON, the table."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from monologue_eval.core.multitalk_bench import Row, planner_params, summary_counts, table
@@ -13,7 +15,8 @@ def test_variants_and_counts() -> None:
     assert planner_params("no_analyzer") == {"strategy": "multitalk", "multitalk.ablation": "no_analyzer"}
     with pytest.raises(ValueError, match="unknown variant"):
         planner_params("statler")
-    events = [{"multitalk": "planner"}, {"multitalk": "summary", "counts": {"analyzer_rounds": 3, "reprompts": 1}}]
+    events: list[dict[str, Any]] = [{"multitalk": "planner"},
+                                    {"multitalk": "summary", "counts": {"analyzer_rounds": 3, "reprompts": 1}}]
     assert summary_counts(events) == {"analyzer_rounds": 3, "reprompts": 1} and summary_counts([{}]) == {}
 
 
@@ -29,3 +32,10 @@ def test_rows_and_table() -> None:
     assert "MultiTalk (full): NONE 1, PLANNING_FAILED 1" in text and "Planner + Simulator" not in text
     ns = parse_args(["--variants", "full,im", "--scenes", "3", "--param", "planner:multitalk.max_rounds=3"])
     assert ns.instructions == 3 and ns.param == ["planner:multitalk.max_rounds=3"]
+
+
+def test_table_names_the_runs_parameters() -> None:
+    rows = [Row("full", 1, True, "NONE", 2, {"planner_rounds": 1}, 3.0)]
+    text = table(rows, "expert", ["planner:llm.expert.error_rate=0.2"])
+    assert text.startswith("MultiTalk benchmark (llm expert; planner:llm.expert.error_rate=0.2):")
+    assert "| MultiTalk (full) | 1 | 1/1 |" in text

@@ -107,6 +107,15 @@ class SamplingBackend(Protocol):
 
 
 @runtime_checkable
+class PrefillBackend(Protocol):
+    """Optional capability: evaluate a static prompt prefix ahead of the first call that uses it."""
+
+    def prefill(self, text: str) -> int:
+        """Put ``text`` in the backend's prompt cache; the number of tokens evaluated."""
+        ...
+
+
+@runtime_checkable
 class EmbeddingBackend(Protocol):
     """Optional capability: sentence embeddings (mean pooled, L2-normalised)."""
 

@@ -39,6 +39,7 @@ from .decoding import (
 from .embedding_store import EmbeddingStore, model_fingerprint
 
 _LOG = logging.getLogger(__name__)
+_PREFILL_SLICE = 128  # tokens evaluated per lock hold by prefill()
 _ROW_CACHE_SIZE = 8  # full logits rows (1 MiB each for Gemma 3) kept by context
 _LP_CACHE_SIZE = 200_000  # (context, token) -> logprob entries kept
 # llama.cpp CPU matmul kernels differ for batches of fewer than 8 tokens (measured on
@@ -597,6 +598,29 @@ class LlamaCppBackend:
         if not math.isfinite(float(logits[i])):
             raise LLMError("the grammar admits no next token")
         return int(data.id[i])
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def prefill(self, text: str) -> int:
+        """Evaluate ``text`` into the KV cache now (a static prompt preamble, when the planner starts), so
+        the first call whose prompt starts with it evaluates only the rest. Returns the tokens evaluated
+        (0 without ``reuse_prefix``: nothing is kept between calls then)."""
+        with self._lock:
+            toks = [] if self.closed or not self.reuse_prefix else self.tokenize(text)
+        if not toks or len(toks) > self.n_ctx:
+            return 0
+        done = 0
+        # in slices, releasing the lock between them: a call or close() waits one slice at most
+        for end in range(min(len(toks), _PREFILL_SLICE), len(toks) + _PREFILL_SLICE, _PREFILL_SLICE):
+            with self._lock:
+                if self.closed:  # close() ran between two slices
+                    break
+                self._begin_call()
+                self._ensure(toks[: min(end, len(toks))], len(toks), [])
+                done += self._evaluated
+        return done
 
     def generate(
         self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, grammar: str | None = None

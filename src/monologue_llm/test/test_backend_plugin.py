@@ -55,7 +55,7 @@ def echo_backend(plugin_module: Callable[[str, str], str]) -> Iterator[str]:
 
 
 def test_the_builtins_are_registered_plugins() -> None:
-    assert BACKENDS == ("llama_cpp", "openai", "transformers")
+    assert BACKENDS == ("expert", "llama_cpp", "openai", "transformers")
     assert set(LLM_BACKENDS.names()) >= set(BACKENDS)
     assert {"n_ctx", "base_url", "transformers.device", "backend", "cassette_mode"} <= ALL_KEYS
     assert LLM_BACKENDS.listing().startswith("llm_backends:")
@@ -92,7 +92,7 @@ def test_a_node_block_needs_the_plugins_keys_too(echo_backend: str) -> None:
 
 
 def test_unknown_backends_list_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"must be one of \('llama_cpp', 'openai', 'transformers'"):
+    with pytest.raises(ValueError, match=r"must be one of \('expert', 'llama_cpp', 'openai', 'transformers'"):
         make_backend({"backend": "gpt"})
     with pytest.raises(ValueError, match="my_missing_llms.x.*not found"):
         make_backend({"backend": "my_missing_llms.x"})

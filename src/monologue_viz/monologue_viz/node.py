@@ -13,7 +13,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
-from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
+from monologue_common.params import NODE_OPTIONS, read_settings
 from monologue_common.qos import LATCHED, TRANSCRIPT
 from monologue_common.runtime import Component, run_node
 from monologue_domain.msgs import scene_objects_from_msg
@@ -30,8 +30,7 @@ _KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptE
 class VizNode(Node):
     def __init__(self) -> None:
         super().__init__("viz", **NODE_OPTIONS)
-        self.settings: VizSettings = settings_from_parameters(parameter_values(self))
-        warn_unused(self, list(self.settings.unused))
+        self.settings: VizSettings = read_settings(self, settings_from_parameters)
         cfg = self.settings.view
         self.view = TranscriptView(cfg)
         self.scene = SceneView(cfg.lifetime_s)

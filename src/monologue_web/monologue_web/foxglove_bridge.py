@@ -12,18 +12,16 @@ import functools
 import importlib
 import logging
 import time
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.impl.rcutils_logger import RcutilsLogger
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
 
-from monologue_common.core.msgdefs import DefinitionError, MessageDefinitions, split_type
-from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
-from monologue_common.runtime import Component, run_node
+from monologue_common.core.msgdefs import DefinitionError, split_type
+from monologue_common.interfaces import installed_definitions
+from monologue_common.params import NODE_OPTIONS, read_settings
+from monologue_common.runtime import Component, TypedNode, published_topics, run_node
 
 from .core.foxglove_channels import (
     FoxgloveSettings,
@@ -46,24 +44,13 @@ def message_class(type_name: str) -> Any:
         raise DefinitionError(f"no Python message class for {type_name}: {e}") from e
 
 
-def share_dir(package: str) -> Path:
-    """Installed share directory of `package`; KeyError if it is not installed."""
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-
-    try:
-        return Path(get_package_share_directory(package))
-    except PackageNotFoundError as e:
-        raise KeyError(package) from e
-
-
-class FoxgloveBridgeNode(Node):
+class FoxgloveBridgeNode(TypedNode):
     def __init__(self) -> None:
         super().__init__("foxglove_bridge", **NODE_OPTIONS)
-        s: FoxgloveSettings = foxglove_settings_from_parameters(parameter_values(self))
+        s: FoxgloveSettings = read_settings(self, foxglove_settings_from_parameters)
         self.settings = s
-        warn_unused(self, list(s.unused))
         self._selection = TopicSelection(list(s.topics), dict(s.max_rates))
-        self._definitions = MessageDefinitions(share_dir)
+        self._definitions = installed_definitions()
         self._subs: dict[str, Subscription] = {}
         self._failed: set[str] = set()
         self._server = FoxgloveServer(s.host, s.port, s.name, logging.getLogger("foxglove_bridge"),
@@ -77,19 +64,10 @@ class FoxgloveBridgeNode(Node):
                                       "authentication, anyone who reaches this port sees every bridged topic")
         self._discover()
 
-    def get_logger(self) -> RcutilsLogger:
-        """Node.get_logger, typed (rclpy leaves it unannotated)."""
-        return cast(RcutilsLogger, Node.get_logger(self))
-
     def _discover(self) -> None:
-        types = dict(self.get_topic_names_and_types())
-        for topic in self._selection.wanted(types):
-            if topic in self._subs or topic in self._failed:
-                continue
-            infos = self.get_publishers_info_by_topic(topic)
-            if not infos:  # known from subscribers only: wait for a publisher, whose QoS we must match
-                continue
-            type_name = types[topic][0]
+        for topic, types, infos in published_topics(self, self._selection.wanted,
+                                                    lambda t: t in self._subs or t in self._failed):
+            type_name = types[0]
             profiles = [i.qos_profile for i in infos]
             reliable = all(p.reliability == ReliabilityPolicy.RELIABLE for p in profiles)
             latched = all(p.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in profiles)

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import uvicorn
 from rclpy.action.client import ClientGoalHandle
@@ -29,7 +29,7 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Bool
 
 from monologue_common.actions import ActionClient
-from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
+from monologue_common.params import NODE_OPTIONS, read_settings
 from monologue_common.qos import LATCHED, TRANSCRIPT
 from monologue_common.runtime import Component, WaitTimeout, call_service, run_node, wait_future
 from monologue_interfaces.action import AskHuman, ExecuteInstruction, ExecuteSkill
@@ -45,13 +45,45 @@ from .core.state import EventView, MonitorState, ScoreRow, StepStats
 _KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptEvent) if n.startswith("KIND_")}
 _STATUS_FIELDS = ("backend", "ok", "connected", "estop_latched", "estop_reason", "protective_stop",
                   "emergency_stop", "robot_mode_name", "safety_mode_name", "fault", "holding")
+T = TypeVar("T")
+
+
+class _Waiting(Generic[T]):
+    """The request a person is asked (AskHuman: a question or an approval) and the queue its reply
+    goes to; a newer request replaces the older one, which then times out."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: dict[str, queue.Queue[T]] = {}
+
+    def open(self) -> tuple[str, queue.Queue[T]]:
+        rid = uuid.uuid4().hex[:8]
+        replies: queue.Queue[T] = queue.Queue(maxsize=1)
+        with self._lock:
+            self._queues = {rid: replies}
+        return rid, replies
+
+    def close(self, rid: str) -> None:
+        with self._lock:
+            self._queues.pop(rid, None)
+
+    def reply(self, value: T, none_open: str, decided: str) -> None:
+        """Hand `value` to the newest open request; ControlError(none_open / decided) if there is none
+        or it was already answered."""
+        with self._lock:
+            pending = list(self._queues.values())
+        if not pending:
+            raise ControlError(none_open)
+        try:
+            pending[-1].put_nowait(value)
+        except queue.Full as e:
+            raise ControlError(decided) from e
 
 
 class WebNode(Node):
     def __init__(self) -> None:
         super().__init__("web", **NODE_OPTIONS)
-        self.settings: WebSettings = settings_from_parameters(parameter_values(self))
-        warn_unused(self, list(self.settings.unused))
+        self.settings: WebSettings = read_settings(self, settings_from_parameters)
         s = self.settings
         self.log = logging.getLogger("web")
         self.state = MonitorState(s.max_events)
@@ -78,19 +110,18 @@ class WebNode(Node):
         self._instruct = ActionClient(self, ExecuteInstruction, "execute_instruction", callback_group=calls)
         self._goal: ClientGoalHandle | None = None
         self._goal_lock = threading.Lock()
-        self._answers: dict[str, queue.Queue[str]] = {}
-        self._answers_lock = threading.Lock()
-        if s.serve_ask_human:
-            # only while a page is open: with nobody watching, the planner goes on as if nobody served it
-            ActionServer(self, AskHuman, "ask_human", execute_callback=self._ask, callback_group=calls,
-                         goal_callback=lambda _g: GoalResponse.ACCEPT if self.state.viewers else GoalResponse.REJECT,
-                         cancel_callback=lambda _g: CancelResponse.ACCEPT)
-        self._approvals: dict[str, queue.Queue[bool]] = {}
-        if s.serve_approvals:
-            # the skills node's approval gate asks here; with no page open it is refused (nothing moves)
-            ActionServer(self, AskHuman, s.approval_action, execute_callback=self._approve, callback_group=calls,
-                         goal_callback=lambda _g: GoalResponse.ACCEPT if self.state.viewers else GoalResponse.REJECT,
-                         cancel_callback=lambda _g: CancelResponse.ACCEPT)
+        self._answers: _Waiting[str] = _Waiting()
+        self._approvals: _Waiting[bool] = _Waiting()
+        # Served only while a page is open: with nobody watching, the planner goes on as if nobody served
+        # ask_human, and the skills node's approval gate is refused (nothing moves).
+        def while_watched(_goal: Any) -> GoalResponse:
+            return GoalResponse.ACCEPT if self.state.viewers else GoalResponse.REJECT
+
+        for serve, action, execute in ((s.serve_ask_human, "ask_human", self._ask),
+                                       (s.serve_approvals, s.approval_action, self._approve)):
+            if serve:
+                ActionServer(self, AskHuman, action, execute_callback=execute, callback_group=calls,
+                             goal_callback=while_watched, cancel_callback=lambda _g: CancelResponse.ACCEPT)
         access = Access(s, os.environ)
         app = create_app(self.state, self, access, s.transcript_dir, self.log, bag_dirs=s.bag_dirs,
                          camera=self.camera_jpeg)
@@ -183,24 +214,8 @@ class WebNode(Node):
         return data
 
     def _approve(self, goal: ServerGoalHandle) -> AskHuman.Result:
-        req: AskHuman.Goal = goal.request
-        aid = uuid.uuid4().hex[:8]
-        verdicts: queue.Queue[bool] = queue.Queue(maxsize=1)
-        with self._answers_lock:
-            self._approvals = {aid: verdicts}
-        timeout = float(req.timeout) or self.settings.answer_timeout_s
-        self.state.on_approval(aid, req.question, timeout)
-        try:
-            ok = verdicts.get(timeout=timeout)
-            goal.succeed()
-            return AskHuman.Result(answered=True, answer="yes" if ok else "no")
-        except queue.Empty:
-            goal.succeed()
-            return AskHuman.Result(answered=False, answer="")
-        finally:
-            with self._answers_lock:
-                self._approvals.pop(aid, None)
-            self.state.clear_approval(aid)
+        return self._ask_person(goal, self._approvals, self.state.on_approval, self.state.clear_approval,
+                                lambda ok: "yes" if ok else "no")
 
     def _on_status(self, msg: RobotStatus) -> None:
         self.state.on_status({f: getattr(msg, f) for f in _STATUS_FIELDS})
@@ -209,24 +224,26 @@ class WebNode(Node):
         self.state.on_skill_state(str(msg.feedback.state_text))
 
     def _ask(self, goal: ServerGoalHandle) -> AskHuman.Result:
+        return self._ask_person(goal, self._answers, self.state.on_question, self.state.clear_question, str)
+
+    def _ask_person(self, goal: ServerGoalHandle, waiting: _Waiting[T], show: Callable[[str, str, float], None],
+                    clear: Callable[[str], None], answer: Callable[[T], str]) -> AskHuman.Result:
+        """Show the request on the page (the newest one is the one the page answers) and wait for the
+        reply, at most the request's timeout (s; the configured one if it gives none)."""
         req: AskHuman.Goal = goal.request
-        qid = uuid.uuid4().hex[:8]
-        answers: queue.Queue[str] = queue.Queue(maxsize=1)
-        with self._answers_lock:
-            self._answers = {qid: answers}  # the newest question is the one the page answers
+        rid, replies = waiting.open()
         timeout = float(req.timeout) or self.settings.answer_timeout_s
-        self.state.on_question(qid, req.question, timeout)
+        show(rid, req.question, timeout)
         try:
-            text = answers.get(timeout=timeout)
+            reply = replies.get(timeout=timeout)
             goal.succeed()
-            return AskHuman.Result(answered=True, answer=text)
+            return AskHuman.Result(answered=True, answer=answer(reply))
         except queue.Empty:
             goal.succeed()
             return AskHuman.Result(answered=False, answer="")
         finally:
-            with self._answers_lock:
-                self._answers.pop(qid, None)
-            self.state.clear_question(qid)
+            waiting.close(rid)
+            clear(rid)
 
     # ---- Controls (called from the web server's threads) -------------------------------------------
     def send_instruction(self, text: str, strategy: str) -> str:
@@ -280,25 +297,11 @@ class WebNode(Node):
         return f"interjection sent: {text}"
 
     def answer(self, text: str) -> str:
-        with self._answers_lock:
-            pending = list(self._answers.values())
-        if not pending:
-            raise ControlError("the robot has no open question")
-        try:
-            pending[-1].put_nowait(text)
-        except queue.Full as e:
-            raise ControlError("the question was already answered") from e
+        self._answers.reply(text, "the robot has no open question", "the question was already answered")
         return f"answered: {text}"
 
     def approve(self, approved: bool) -> str:
-        with self._answers_lock:
-            pending = list(self._approvals.values())
-        if not pending:
-            raise ControlError("nothing is waiting for approval")
-        try:
-            pending[-1].put_nowait(approved)
-        except queue.Full as e:
-            raise ControlError("that request was already decided") from e
+        self._approvals.reply(approved, "nothing is waiting for approval", "that request was already decided")
         return "approved" if approved else "denied"
 
     def estop(self) -> str:

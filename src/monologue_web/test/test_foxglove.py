@@ -11,6 +11,7 @@ import pytest
 
 from monologue_common.core.msgdefs import SEPARATOR, DefinitionError, MessageDefinitions
 from monologue_common.core.settings import parameters_from_files
+from monologue_common.interfaces import installed_definitions
 from monologue_web.core.foxglove_channels import (
     NS,
     History,
@@ -29,19 +30,10 @@ PARAMS: dict[str, object] = {
 }
 
 
-def _share(package: str) -> Path:
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-
-    try:
-        return Path(get_package_share_directory(package))
-    except PackageNotFoundError as e:
-        raise KeyError(package) from e
-
-
 @pytest.fixture(scope="module")
 def definitions() -> MessageDefinitions:
     """Definitions from the installed interface packages (needs `. scripts/env.sh`)."""
-    return MessageDefinitions(_share)
+    return installed_definitions()
 
 
 # ---- settings -------------------------------------------------------------------------------------

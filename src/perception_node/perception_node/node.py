@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
+from monologue_common.params import NODE_OPTIONS, read_settings
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import Component, from_time, run_node
 from monologue_domain.msgs import scene_from_msg
@@ -31,8 +31,7 @@ if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no 
 class PerceptionNode(Node):
     def __init__(self) -> None:
         super().__init__("perception", **NODE_OPTIONS)
-        self.settings: PerceptionSettings = settings_from_parameters(parameter_values(self))
-        warn_unused(self, list(self.settings.unused))
+        self.settings: PerceptionSettings = read_settings(self, settings_from_parameters)
         source = self.settings.source
         self._refresh_timeout = self.settings.refresh_timeout
         self._oracle = OracleSceneSource()

@@ -15,14 +15,12 @@ import importlib
 import threading
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from rclpy.impl.rcutils_logger import RcutilsLogger
-from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
-from monologue_common.runtime import Component, run_node
+from monologue_common.runtime import Component, TypedNode, run_node
 
 from .core.realsense import CHANNELS, camera_info_fields, color_encoding, depth_units_to_mm
 from .core.settings import RealsenseSettings, realsense_settings_from_parameters
@@ -42,7 +40,7 @@ def _same_serial(wanted: str, serial: str) -> bool:
     return wanted == serial or (wanted.isdigit() and serial.isdigit() and int(wanted) == int(serial))
 
 
-class RealsensePublisher(Node):
+class RealsensePublisher(TypedNode):
     def __init__(self) -> None:
         super().__init__("realsense_publisher", **NODE_OPTIONS)
         p = realsense_settings_from_parameters(parameter_values(self))
@@ -77,11 +75,6 @@ class RealsensePublisher(Node):
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
         self.get_logger().info(f"publishing {'bag ' + bag if bag else 'device'} on {prefix}/...")
-
-    def get_logger(self) -> RcutilsLogger:
-        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
-        cover inherited methods called on a subclass)."""
-        return cast(RcutilsLogger, Node.get_logger(self))
 
     def _wait_for_subscribers(self, timeout: float) -> None:
         """Playback starts with pipeline.start(): hold it until every topic has a subscriber (discovery

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from typing import cast
 
@@ -113,6 +114,8 @@ class PlannerNode(Node):
                 f"with resume_episode={ep.header.get('episode_id', ep.path.stem)!r} (or 'latest') to continue it")
         self.get_logger().info(f"LLM backend {llm.name} ready; strategy {s.strategy}, "
                                f"prompt profile {self.runner.profile.name}")
+        # the static preamble into the LLM's prompt cache, beside start-up (an episode waits for it)
+        threading.Thread(target=self._prefill, name="planner-prefill", daemon=True).start()
 
         self._transcript_pub = self.create_publisher(TranscriptEvent, "monologue/transcript", TRANSCRIPT)
         self._scores_pub = self.create_publisher(StepScores, "monologue/step_scores", 10)
@@ -200,6 +203,12 @@ class PlannerNode(Node):
             for c in r.candidates
         ]
         self._scores_pub.publish(msg)
+
+    def _prefill(self) -> None:
+        try:
+            self.runner.prefill()
+        except Exception as e:  # a cache warm-up only: the first step evaluates the preamble instead
+            self.get_logger().warning(f"prefilling the prompt preamble failed: {e}")
 
     def destroy_node(self) -> None:
         try:

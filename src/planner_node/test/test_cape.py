@@ -9,9 +9,6 @@ import json
 import logging
 import math
 import re
-import threading
-import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -20,11 +17,12 @@ from typing import Any
 import pytest
 
 from monologue_domain.kitchen.world import DEFAULT_PLACEMENTS, KitchenWorld, default_state, make_state
+from monologue_domain.skills import SkillError
 from monologue_domain.transcript import Event, EventKind, Transcript
-from monologue_llm.base import Generation, Sample, SampleResult, ScoreResult, l2_normalize
+from monologue_llm.base import Sample, SampleResult
 from monologue_llm.cassette import CassetteBackend
 from planner_node.core.episode import EpisodeError, EpisodeResult
-from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
+from planner_node.core.ports import SceneItem, SkillOption
 from planner_node.core.prompts import load_profile
 from planner_node.core.runner import run_episode
 from planner_node.core.settings import episode_defaults, settings_from_parameters
@@ -46,22 +44,14 @@ from planner_node.core.strategies.cape.prompts import (
 )
 from planner_node.core.strategies.cape.settings import METHODS, CapeSettings
 from planner_node.core.strategy import EpisodeContext, Ports
+from planner_node.testing import SamplingOnlyLLM, WorldPorts, bow
 
-REPO = Path(__file__).resolve().parents[3]
-CONFIG = REPO / "config"
-PROMPTS = CONFIG / "prompts"
 LOG = logging.getLogger("cape-test")
+CONFIG = Path(__file__).resolve().parents[3] / "config"
+PROMPTS = CONFIG / "prompts"
 
 
 # ---- fakes ---------------------------------------------------------------------------------------
-
-def bow(text: str, dims: int = 256) -> tuple[float, ...]:
-    """Bag-of-words vector (crc32 buckets), unit length: cosine = shared words."""
-    v = [0.0] * dims
-    for w in re.findall(r"[a-z0-9]+", text.lower()):
-        v[zlib.crc32(w.encode()) % dims] += 1.0
-    return l2_normalize(v)
-
 
 class BowEmbedder:
     name = "bow"
@@ -74,7 +64,7 @@ class BowEmbedder:
         return tuple(bow(t) for t in texts)
 
 
-class ScriptedCape:
+class ScriptedCape(SamplingOnlyLLM):
     """A sampling LLM: `rule(prompt)` gives the sampled lines (or (line, mean log-prob) pairs) of
     one request; bag-of-words embeddings. Records every sampling prompt."""
 
@@ -96,41 +86,18 @@ class ScriptedCape:
             out.append(Sample(" " + text, (p, p), "stop"))
         return SampleResult(tuple(out), len(prompt) // 4, len(prompt) // 4, 0.0)
 
-    def embed(self, texts: Sequence[str]) -> tuple[tuple[float, ...], ...]:
-        return tuple(bow(t) for t in texts)
 
-    def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64) -> Generation:
-        raise AssertionError("cape samples, it does not generate")
+class KitchenPorts(WorldPorts):
+    """Skills, scene and success ports over the kitchen world, as the sim_kitchen skills backend serves it."""
 
-    def score(self, prompt: str, candidates: Sequence[str]) -> ScoreResult:
-        raise AssertionError("cape samples, it does not score")
+    world: KitchenWorld
 
-    def close(self) -> None:
-        pass
-
-
-class KitchenPorts:
-    """Skills (every instance on request, as GetAffordances' include_unaffordable), scene and
-    success ports over the kitchen world, as the sim_kitchen skills backend serves it."""
-
-    def __init__(self, world: KitchenWorld) -> None:
-        self.world = world
-        self.executed: list[tuple[str, tuple[str, ...]]] = []
-
-    def affordances(self, include_unaffordable: bool = False) -> list[SkillOption]:
-        return [SkillOption(a.skill, a.args, a.affordance) for a in self.world.affordances(include_unaffordable)]
-
-    def execute(self, skill: str, args: Sequence[str], cancel: threading.Event) -> SkillResult:
-        self.executed.append((skill, tuple(args)))
-        t = time.time()
+    def run(self, skill: str, args: Sequence[str]) -> tuple[SkillError, str, str]:
         o = self.world.execute(skill, args)
-        return SkillResult(int(o.error), o.error.name, o.message, o.failed_precondition, t, time.time())
+        return o.error, o.message, o.failed_precondition
 
     def describe(self) -> list[SceneItem]:
         return [SceneItem(o.name, o.category) for o in self.world.scene_objects()]
-
-    def detect(self, skill: str, args: Sequence[str], start_s: float, end_s: float) -> SuccessReport:
-        return SuccessReport(True, 1.0, "not used by cape")
 
 
 def holding_coke() -> KitchenWorld:

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,9 +19,9 @@ from monologue_domain.tabletop import LOCATIONS
 from monologue_domain.tabletop_preconditions import SKILL_TEXT, TableThing, check_pick_place
 from monologue_domain.tasks import FAMILIES, sample_task
 from monologue_domain.transcript import EventKind, Transcript
-from monologue_llm.base import Generation, Sample, SampleResult, ScoreResult, l2_normalize
+from monologue_llm.base import Sample, SampleResult
 from planner_node.core.episode import EpisodeError
-from planner_node.core.ports import SceneItem, SkillOption, SkillResult, SuccessReport
+from planner_node.core.ports import SceneItem
 from planner_node.core.prompts import load_profile
 from planner_node.core.runner import run_episode
 from planner_node.core.settings import episode_defaults, settings_from_parameters
@@ -32,6 +29,7 @@ from planner_node.core.strategies.cape import CapeStrategy
 from planner_node.core.strategies.cape.prompts import CapeDomain, load_domain
 from planner_node.core.strategies.cape.settings import CapeSettings
 from planner_node.core.strategy import EpisodeContext, Ports
+from planner_node.testing import SamplingOnlyLLM, WorldPorts
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "config"
@@ -40,15 +38,7 @@ LOG = logging.getLogger("cape-tabletop-test")
 STEP = re.compile(r"^pick up the (.+) and place it on the (.+)$")
 
 
-def bow(text: str, dims: int = 256) -> tuple[float, ...]:
-    """Bag-of-words vector (crc32 buckets), unit length: cosine = shared words."""
-    v = [0.0] * dims
-    for w in re.findall(r"[a-z0-9]+", text.lower()):
-        v[zlib.crc32(w.encode()) % dims] += 1.0
-    return l2_normalize(v)
-
-
-class Scripted:
+class Scripted(SamplingOnlyLLM):
     """A sampling LLM whose lines come from `rule(prompt)`; bag-of-words embeddings."""
 
     name = "scripted-cape-tabletop"
@@ -62,45 +52,22 @@ class Scripted:
         self.prompts.append(prompt)
         return SampleResult(tuple(Sample(" " + self.rule(prompt), (-0.1,), "stop") for _ in range(n)), 1, 1, 0.0)
 
-    def embed(self, texts: Sequence[str]) -> tuple[tuple[float, ...], ...]:
-        return tuple(bow(t) for t in texts)
 
-    def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64) -> Generation:
-        raise AssertionError("cape samples")
+class TabletopPorts(WorldPorts):
+    """The kinematic skills backend as the planner sees it: every pick_place instance (afforded or not)
+    and the world's refusals."""
 
-    def score(self, prompt: str, candidates: Sequence[str]) -> ScoreResult:
-        raise AssertionError("cape samples")
+    world: TabletopWorld
 
-    def close(self) -> None:
-        pass
-
-
-class TabletopPorts:
-    """The kinematic skills backend as the planner sees it: every pick_place instance (afforded or not,
-    as GetAffordances' include_unaffordable) and the world's refusals."""
-
-    def __init__(self, world: TabletopWorld) -> None:
-        self.world = world
-        self.executed: list[tuple[str, tuple[str, ...]]] = []
-
-    def affordances(self, include_unaffordable: bool = False) -> list[SkillOption]:
-        return [SkillOption(a.skill, a.args, a.affordance) for a in self.world.affordances(include_unaffordable)]
-
-    def execute(self, skill: str, args: Sequence[str], cancel: threading.Event) -> SkillResult:
-        self.executed.append((skill, tuple(args)))
-        t = time.time()
+    def run(self, skill: str, args: Sequence[str]) -> tuple[SkillError, str, str]:
         try:
             moved, message = self.world.pick_place(args[0], args[1])
         except SkillRejected as e:
-            return SkillResult(int(e.error), e.error.name, e.message, e.failed_precondition, t, time.time())
-        error = SkillError.NONE if moved else SkillError.EXECUTION_FAILED
-        return SkillResult(int(error), error.name, message, "", t, time.time())
+            return e.error, e.message, e.failed_precondition
+        return SkillError.NONE if moved else SkillError.EXECUTION_FAILED, message, ""
 
     def describe(self) -> list[SceneItem]:
         return [SceneItem(s.name, s.category) for s in self.world.snapshot()]
-
-    def detect(self, skill: str, args: Sequence[str], start_s: float, end_s: float) -> SuccessReport:
-        return SuccessReport(True, 1.0, "not used by cape")
 
 
 def domain() -> CapeDomain:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -237,15 +238,24 @@ SIM_ACTION = re.compile(r"^Robot action: Pick the (.+?) and place it (?:on|in) t
 REAL_ACTION = re.compile(r'^Robot action: robot\.pick_place\("([^"]+)", "([^"]+)"\)$')
 
 
-@pytest.mark.parametrize("name", ["im_sim_object_scene", "im_sim_object_success"])
-def test_round_trip_sim(name: str) -> None:
-    p = profile(name)
+def _preamble_actions(p: Any, action: re.Pattern[str]) -> tuple[list[str], dict[str, tuple[str, tuple[str, ...]]],
+                                                              list[tuple[str, tuple[str, ...]]], list[str],
+                                                              dict[str, str]]:
+    """The profile's preamble lines; its `Robot action:` lines that `action` matches, as pick_place calls;
+    and what the parser is given: the admissible calls, the object names and the profile's templates."""
     lines = p.preamble.splitlines()
-    expected = {ln: ("pick_place", m.groups()) for ln in lines if (m := SIM_ACTION.match(ln))}
-    assert set(expected) == {ln for ln in lines if ln.startswith("Robot action:")} and expected
+    expected = {ln: ("pick_place", m.groups()) for ln in lines if (m := action.match(ln))}
     admissible = sorted(set(expected.values()))
     objects = sorted({o for _, args in admissible for o in args})
     templates = {k: v.template for k, v in p.skills.items()}
+    return lines, expected, admissible, objects, templates
+
+
+@pytest.mark.parametrize("name", ["im_sim_object_scene", "im_sim_object_success"])
+def test_round_trip_sim(name: str) -> None:
+    p = profile(name)
+    lines, expected, admissible, objects, templates = _preamble_actions(p, SIM_ACTION)
+    assert set(expected) == {ln for ln in lines if ln.startswith("Robot action:")} and expected
     for line in lines:
         out = parse_action(line, admissible, objects, templates)
         if line in expected:
@@ -264,12 +274,8 @@ def test_round_trip_sim(name: str) -> None:
 
 def test_round_trip_real_tabletop() -> None:
     p = profile("im_real_tabletop")
-    lines = p.preamble.splitlines()
-    expected = {ln: ("pick_place", m.groups()) for ln in lines if (m := REAL_ACTION.match(ln))}
+    lines, expected, admissible, objects, templates = _preamble_actions(p, REAL_ACTION)
     assert set(expected) == {ln for ln in lines if ln.startswith("Robot action:")} - {p.done_line}
-    admissible = sorted(set(expected.values()))
-    objects = sorted({o for _, args in admissible for o in args})
-    templates = {k: v.template for k, v in p.skills.items()}
     for line in lines:
         out = parse_action(line, admissible, objects, templates)
         if line in expected:

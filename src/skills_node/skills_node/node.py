@@ -16,6 +16,7 @@ from rclpy.publisher import Publisher
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, latched
 from monologue_common.runtime import Component, run_node
+from monologue_domain.expert.channel import write_world
 from monologue_domain.msgs import scene_object_to_msg
 from monologue_interfaces.action import ExecuteSkill
 from monologue_interfaces.msg import AffordanceReport, SceneDescription, SkillAffordance
@@ -178,6 +179,10 @@ class SkillsNode(Node):
         msg.objects = [scene_object_to_msg(s, msg.header) for s in states]
         with self._gt_lock:
             self._gt_pub.publish(msg)
+            if self.settings.expert_truth_dir:  # llm:=expert: the stand-in's side channel (never the planner's)
+                extra = getattr(self.backend, "expert_extra", None)
+                write_world(self.settings.expert_truth_dir, self.settings.backend, states,
+                            extra=extra() if callable(extra) else None)
 
 
 # The node in an in-process graph (monologue-up container:=true), with the threads main() spins it on.

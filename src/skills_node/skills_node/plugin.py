@@ -97,6 +97,7 @@ class SkillsSettings:
     ground_truth_rate: float  # Hz, sim/ground_truth of simulated worlds (also sent on every change)
     plugin: BackendPlugin[Any]
     backend_settings: object  # the plug-in's settings dataclass
+    expert_truth_dir: str = ""  # llm:=expert only: where a simulated world's truth is written for the stand-in
 
 
 def settings_from_parameters(params: Mapping[str, object]) -> tuple[SkillsSettings, list[str]]:
@@ -106,6 +107,7 @@ def settings_from_parameters(params: Mapping[str, object]) -> tuple[SkillsSettin
     name = r.string("backend", nonempty=True)
     frame_id = r.string("frame_id", nonempty=True)
     rate = r.number("ground_truth_rate", low=0.0, high=1000.0, low_open=True)
+    expert_truth_dir = r.string("expert_truth_dir")
     plugin: BackendPlugin[Any] | None = None
     backend_settings: object = None
     if name:
@@ -117,4 +119,4 @@ def settings_from_parameters(params: Mapping[str, object]) -> tuple[SkillsSettin
         backend_settings = plugin.read(r)
     r.finish()
     assert plugin is not None
-    return SkillsSettings(name, frame_id, rate, plugin, backend_settings), r.unused(IGNORED)
+    return SkillsSettings(name, frame_id, rate, plugin, backend_settings, expert_truth_dir), r.unused(IGNORED)

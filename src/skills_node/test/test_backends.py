@@ -124,7 +124,7 @@ def test_a_registered_plugin_is_found_by_name() -> None:
 
     ROBOTS.add("waver", BackendPlugin("waver", read, create))
     settings, unused = settings_from_parameters({"backend": "waver", "frame_id": "base_link",
-                                                 "ground_truth_rate": 5.0, "wave.hands": ["left", "right"]})
+                                                 "ground_truth_rate": 5.0, "expert_truth_dir": "", "wave.hands": ["left", "right"]})
     assert isinstance(settings, SkillsSettings) and unused == []
     backend = settings.plugin.create(FakeHost(), settings.backend_settings).backend
     assert [a.description for a in backend.affordances()] == ["wave(left)", "wave(right)"]
@@ -192,7 +192,8 @@ def test_a_robot_in_another_package_is_selected_by_its_dotted_module_path(
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         settings, unused = settings_from_parameters({"backend": "toy_robots.toy", "frame_id": "base_link",
-                                                     "ground_truth_rate": 5.0, "toy.hands": ["left"]})
+                                                     "ground_truth_rate": 5.0, "expert_truth_dir": "",
+                                                     "toy.hands": ["left"]})
         assert unused == [] and settings.plugin.name == "toy" and settings.backend == "toy_robots.toy"
         backend = settings.plugin.create(FakeHost(), settings.backend_settings).backend
         assert [a.description for a in backend.affordances()] == ["wave(left)"]

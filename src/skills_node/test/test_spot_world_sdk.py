@@ -91,6 +91,14 @@ def pick(robot: SpotRobot, world: FakeKitchen, obj: str) -> SpotImage:
     return image
 
 
+def carry(robot: SpotRobot, world: FakeKitchen, obj: str, start: str, to: str) -> None:
+    """Walk to `start`, pick `obj` there, hold it in the carry pose and walk to `to`."""
+    walk_to(robot, start)
+    pick(robot, world, obj)
+    robot.arm_carry(timeout_s=ARM_S)
+    walk_to(robot, to)
+
+
 # ---- odometry ------------------------------------------------------------------------------------
 
 def test_body_pose_and_go_to_odom_walk_the_kitchen(spot: tuple[SpotRobot, FakeSpot, FakeKitchen]) -> None:
@@ -238,10 +246,7 @@ def test_pick_outside_the_image_is_refused(spot: tuple[SpotRobot, FakeSpot, Fake
 
 def test_pick_carry_put_down_on_another_surface(spot: tuple[SpotRobot, FakeSpot, FakeKitchen]) -> None:
     robot, fake, world = spot
-    walk_to(robot, "far counter")
-    pick(robot, world, "coke")
-    robot.arm_carry(timeout_s=ARM_S)
-    walk_to(robot, "table")
+    carry(robot, world, "coke", "far counter", "table")
     assert world.state().holding == "coke"
     robot.arm_reach(0.75, 0.0, 0.33, timeout_s=ARM_S)  # above the table (0.75 m high; body at 0.52 m)
     robot.gripper_open(timeout_s=ARM_S)
@@ -266,10 +271,7 @@ def test_pick_carry_put_down_on_another_surface(spot: tuple[SpotRobot, FakeSpot,
 
 def test_put_down_on_the_floor_at_the_user(spot: tuple[SpotRobot, FakeSpot, FakeKitchen]) -> None:
     robot, _, world = spot
-    walk_to(robot, "close counter")
-    pick(robot, world, "apple")
-    robot.arm_carry(timeout_s=ARM_S)
-    walk_to(robot, "user")
+    carry(robot, world, "apple", "close counter", "user")
     robot.arm_reach(0.75, 0.0, -0.3, timeout_s=ARM_S)
     robot.gripper_open(timeout_s=ARM_S)
     assert world.state().object_locations["apple"] == "user"
@@ -289,10 +291,7 @@ def test_arm_reach_beyond_the_limit_is_refused_before_sending(spot: tuple[SpotRo
 
 def test_open_drawer_put_in_close(spot: tuple[SpotRobot, FakeSpot, FakeKitchen]) -> None:
     robot, fake, world = spot
-    walk_to(robot, "close counter")
-    pick(robot, world, "sponge")
-    robot.arm_carry(timeout_s=ARM_S)
-    walk_to(robot, "drawers")
+    carry(robot, world, "sponge", "close counter", "drawers")
     # the drawer cannot be opened with a full hand: put the sponge on the cabinet first
     robot.arm_reach(0.9, 0.0, 0.2, timeout_s=ARM_S)
     robot.gripper_open(timeout_s=ARM_S)

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.impl.rcutils_logger import RcutilsLogger
-from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 
-from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
+from monologue_common.params import NODE_OPTIONS, read_settings
 from monologue_common.qos import LATCHED
-from monologue_common.runtime import Component, WaitTimeout, call_service, from_time, run_node
+from monologue_common.runtime import Component, TypedNode, WaitTimeout, call_service, from_time, run_node
 from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.msg import SceneDescription
 from monologue_interfaces.srv import DescribeScene, DetectSuccess
@@ -40,11 +37,10 @@ def _entries(scene: SceneDescription) -> dict[str, SceneEntry]:
     return {o.name: o for o in scene_objects_from_msg(scene.objects)}
 
 
-class SuccessDetectorNode(Node):
+class SuccessDetectorNode(TypedNode):
     def __init__(self) -> None:
         super().__init__("success_detector", **NODE_OPTIONS)
-        self.settings: SuccessSettings = settings_from_parameters(parameter_values(self))
-        warn_unused(self, list(self.settings.unused))
+        self.settings: SuccessSettings = read_settings(self, settings_from_parameters)
         s = self.settings
         self._timeout = s.scene_timeout
         self._scorer: ImageTextScorer | None = None
@@ -71,11 +67,6 @@ class SuccessDetectorNode(Node):
                                                        QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE),
                                                        callback_group=group)
         self.get_logger().info(f"success judge: {self._judge.name}")
-
-    def get_logger(self) -> RcutilsLogger:
-        """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
-        cover inherited methods called on a subclass)."""
-        return cast(RcutilsLogger, Node.get_logger(self))
 
     def _make_scorer(self) -> ImageTextScorer:
         from monologue_vision.clip import ClipScorer

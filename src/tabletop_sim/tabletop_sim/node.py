@@ -36,6 +36,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused  # noqa: E402
 from monologue_common.qos import LATCHED  # noqa: E402
 from monologue_common.runtime import Component, run_node  # noqa: E402
+from monologue_domain.expert.channel import write_world  # noqa: E402
 from monologue_domain.msgs import scene_to_msg  # noqa: E402
 from monologue_domain.scene_spec import layout_scene, make_spec  # noqa: E402
 from monologue_domain.statler_domains import TRUTH_TOPIC, DomainTruth, domain_spec  # noqa: E402
@@ -236,18 +237,23 @@ class TabletopSimNode(Node):
 
     # ----- state publishing ----------------------------------------------------------------------
     def publish_ground_truth(self) -> None:
-        msg = scene_to_msg(self.world.ground_truth(0.0, BASE_FRAME), stamp=self.get_clock().now().to_msg())
+        scene = self.world.ground_truth(0.0, BASE_FRAME)
+        msg = scene_to_msg(scene, stamp=self.get_clock().now().to_msg())
         with self._gt_lock:
             self._gt_pub.publish(msg)
+            extra: dict[str, object] = {}
             if self._truth is not None and self._truth_pub is not None:  # settled on the physical poses
                 view = self.world.kinematic_view()
                 self._truth.settle(view)
                 data = self._truth.to_json(view)
                 data.pop("revision", None)  # published only when something changed
+                extra["statler"] = data
                 text = json.dumps(data, ensure_ascii=False)
                 if text != self._truth_last:
                     self._truth_last = text
                     self._truth_pub.publish(String(data=text))
+            if self.settings.expert_truth_dir:  # llm:=expert: the stand-in's side channel (never the planner's)
+                write_world(self.settings.expert_truth_dir, "mujoco", scene.objects, scene.held_objects, extra)
 
     def _publish_state(self) -> None:
         stamp = self.get_clock().now().to_msg()

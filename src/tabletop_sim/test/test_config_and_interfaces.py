@@ -15,7 +15,7 @@ DEFAULTS: dict[str, object] = {
     "sim.place_noise_std": 0.0, "sim.pixel_noise_std": 0.0, "camera.mode": "wrist", "camera.width": 640,
     "camera.height": 480, "camera.rate": 2.0, "camera.fovy": 45.0, "real_time_factor": 5.0,
     "physics.timestep": 0.002, "physics.contact_force": 5.0, "physics.protective_stop_force": 150.0,
-    "ground_truth_rate": 5.0, "joint_state_rate": 20.0,
+    "ground_truth_rate": 5.0, "joint_state_rate": 20.0, "expert_truth_dir": "",
     "sim.scene": "tabletop", "sim.cup_colors": [""], "sim.covered_blocks": [""], "sim.dirty_blocks": [""],
     "sim.block_weights": [0.0],
 }

@@ -439,6 +439,9 @@ class HouseholdWorld:
                 self._near = a[0]
             self._visited |= {self._room} | ({self._near} if self._near else set())
         elif skill == "pick_up":
+            if self._near == a[0]:  # next to what it stood by: a held thing is no place (the truth must reload)
+                where = self._where[a[0]]
+                self._near = None if where in self.scene.rooms else where
             self._where[a[0]] = HELD
         elif skill in ("put", "put_in"):
             self._where[a[0]] = a[1]
@@ -456,6 +459,42 @@ class HouseholdWorld:
         elif skill == "turn_off":
             self._on.discard(a[0])
         return SkillOutcome(SkillError.NONE, f"{skill}({', '.join(a)}): done")
+
+    def assume(self, skill: str, args: Sequence[str]) -> None:
+        """Apply a skill's effect as if it had run, preconditions or not (what a planner that does not
+        see the refusal believes, e.g. an open-loop plan; the expert stand-in's belief). Invalid calls
+        (unknown skill or object) change nothing."""
+        if self.invalid(skill, args) is not None:
+            return
+        if self.check(skill, args) is None:
+            self.execute(skill, args)
+            return
+        a = tuple(args)
+        if skill in ("stand_up", "sit_down"):
+            self._sitting = skill == "sit_down"
+        elif skill in ("walk_to", "find"):
+            if a[0] in self.scene.rooms:
+                self._room, self._near = a[0], None
+            elif self._where.get(a[0]) != HELD:
+                if not any(d.name == a[0] for d in self.scene.doors):
+                    self._room = self.room_of(a[0])
+                elif self._room not in next(d.rooms for d in self.scene.doors if d.name == a[0]):
+                    self._room = next(d.rooms for d in self.scene.doors if d.name == a[0])[0]
+                self._near = a[0]
+        elif skill == "pick_up":
+            self._where[a[0]] = HELD
+        elif skill in ("put", "put_in"):
+            self._where[a[0]] = a[1]
+        elif skill == "drop":
+            self._where[a[0]] = self._room
+        elif skill == "open":
+            self._open.add(a[0])
+        elif skill == "close":
+            self._open.discard(a[0])
+        elif skill == "turn_on":
+            self._on.add(a[0])
+        elif skill == "turn_off":
+            self._on.discard(a[0])
 
     def _receptacles(self) -> set[str]:
         return {t.name for t in self.scene.things if "receptacle" in t.properties}
@@ -608,7 +647,8 @@ class _Planner:
             if door is None:
                 raise NoReferencePlan(f"no door between the {blocked[0]} and the {blocked[1]}")
             self.free_hand()
-            self.do("walk_to", door.name)
+            if self.w._near != door.name:  # already at the door (a plan from mid-episode): no walk
+                self.do("walk_to", door.name)
             self.do("open", door.name)
         raise NoReferencePlan(f"cannot open the way to the {room}")
 
@@ -640,7 +680,7 @@ class _Planner:
             obj, rec = atom[1], atom[2]
             props = self.w.scene.thing(rec).properties
             self.open_path(self.w.room_of(rec))
-            if "openable" in props:
+            if "openable" in props and rec not in self.w._open:  # (open already: keep holding it)
                 if self.w._where[obj] == HELD and len(self.w.held) >= self.w.hands:
                     self.do("drop", obj)
                 self.open_thing(rec)

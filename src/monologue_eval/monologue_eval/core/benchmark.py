@@ -197,6 +197,9 @@ class EpisodeRecord:
     completion_tokens: int = 0  # generated tokens
     final_state: dict[str, list[float]] = field(default_factory=dict)  # name -> [x, y, z] m
     started: float = 0.0  # s since the epoch
+    # the planner's step decisions and those with a single candidate (EPISODE_END event; -1: not reported)
+    decisions: int = -1
+    single_candidate: int = -1
 
     @property
     def key(self) -> EpisodeKey:

@@ -46,7 +46,8 @@ from monologue_domain.kitchen.household import (
 from monologue_domain.kitchen.skills import PROPOSITIONS
 from monologue_domain.kitchen.state import HELD, KitchenState
 
-from .store import RecordStore
+from .selection import first_of_groups
+from .store import RecordStore, record_from_json
 
 CAPE_SUITE = "cape"
 CAPE_ROBOT = "sim_household"
@@ -195,16 +196,7 @@ def load_cape_suite(config_dir: Path) -> CapeSuite:
 
 def select_tasks(suite: CapeSuite, sets: Sequence[str], limit: int | None = None) -> list[CapeTask]:
     """The tasks of `sets` ("paper", "generated"), the first `limit` of each (all when None)."""
-    bad = [s for s in sets if s not in TASK_SETS]
-    if bad:
-        raise ValueError(f"unknown task sets {bad}; choose from {list(TASK_SETS)}")
-    if limit is not None and limit < 1:
-        raise ValueError("--instructions must be >= 1")
-    out: list[CapeTask] = []
-    for s in TASK_SETS:
-        if s in sets:
-            out += suite.of_source(s)[:limit]
-    return out
+    return first_of_groups(TASK_SETS, sets, suite.of_source, limit, "task sets")
 
 
 # ---- settings, keys, parameters -------------------------------------------------------------------
@@ -216,6 +208,7 @@ class CapeSettings:
     llm: str
     seed: int
     max_steps: int
+    params: str = ""  # --param planner:name=value overrides (core/benchmark.py param_text)
 
     def validate(self) -> None:
         if self.suite != CAPE_SUITE:
@@ -486,9 +479,7 @@ class CapeRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CapeRecord:
-        fields = dict(data)
-        fields["episode"] = CapeEpisode(**fields["episode"])
-        return cls(**fields)
+        return record_from_json(cls, CapeEpisode, data)
 
 
 def rescore(rec: CapeRecord, task: CapeTask) -> CapeRecord:

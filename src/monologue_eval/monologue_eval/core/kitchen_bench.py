@@ -17,7 +17,8 @@ from typing import Any
 from monologue_domain.kitchen.suites import Instruction, Suite, start_placements
 
 from .kitchen_report import CONDITIONS, IM_VARIANTS, SAYCAN_VARIANTS, KitchenEpisode
-from .store import RecordStore
+from .selection import first_of_groups
+from .store import RecordStore, record_from_json
 
 KITCHEN_SUITES = ("saycan", "im_kitchen")
 KITCHEN_ROBOT = "sim_kitchen"
@@ -71,15 +72,37 @@ class KitchenSettings:
     """Everything that changes the results; a resumed run must use the same values."""
 
     suite: str  # key of KITCHEN_SUITES
-    llm: str  # "embedded" | "openai"
+    llm: str  # "embedded" | "openai" | "expert"
     seed: int
     max_steps: int  # skills per episode before the planner stops
+    params: str = ""  # --param planner overrides, core.benchmark.param_text (e.g. planner:llm.expert.error_rate=0.2)
 
     def validate(self) -> None:
         if self.suite not in KITCHEN_SUITES:
             raise ValueError(f"suite must be one of {list(KITCHEN_SUITES)}, got {self.suite!r}")
         if self.max_steps < 1:
             raise ValueError("max_steps must be >= 1")
+        planner_params(self.params)
+
+
+# planner parameters the kitchen bench sets itself (a --param may not change them)
+BENCH_PLANNER_PARAMS = ("transcript_dir", "llm.cassette_mode", "llm.cassette_path", "llm.expert.truth_dir")
+
+
+def planner_params(params: str) -> dict[str, str]:
+    """The planner's --param overrides of a kitchen run; ValueError for another node (the skills node is
+    restarted with the instruction's start state per episode) or a parameter the bench sets."""
+    from .benchmark import param_overrides
+
+    over = param_overrides(params)
+    other = sorted(set(over) - {"planner"})
+    if other:
+        raise ValueError(f"--param: the kitchen suites take planner parameters only, not {other}")
+    mine = over.get("planner", {})
+    clash = sorted(set(mine) & set(BENCH_PLANNER_PARAMS))
+    if clash:
+        raise ValueError(f"--param cannot set planner:{clash}: the bench sets it itself")
+    return mine
 
 
 @dataclass(frozen=True, order=True)
@@ -98,17 +121,8 @@ def select_instructions(suite: Suite, families: Sequence[str] | None = None,
     """The suite's instructions of `families` (all when None), the first `per_family` of each (all when
     None), in suite order; ValueError naming the families on an unknown one."""
     known = [f.key for f in suite.families]
-    chosen = list(known if families is None else families)
-    bad = [f for f in chosen if f not in known]
-    if bad:
-        raise ValueError(f"unknown families {bad} of suite {suite.name!r}; choose from {known}")
-    if per_family is not None and per_family < 1:
-        raise ValueError("--instructions must be >= 1")
-    out: list[Instruction] = []
-    for fam in known:
-        if fam in chosen:
-            out += suite.of_family(fam)[:per_family]
-    return out
+    return first_of_groups(known, known if families is None else families, suite.of_family, per_family,
+                           "families", f" of suite {suite.name!r}")
 
 
 def plan_kitchen(instructions: Sequence[Instruction], variants: Sequence[str], conditions: Sequence[str],
@@ -213,9 +227,7 @@ class KitchenRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> KitchenRecord:
-        fields = dict(data)
-        fields["episode"] = KitchenEpisode(**fields["episode"])
-        return cls(**fields)
+        return record_from_json(cls, KitchenEpisode, data)
 
 
 class KitchenStore(RecordStore[KitchenRecord]):

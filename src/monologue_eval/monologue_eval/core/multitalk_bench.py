@@ -59,9 +59,12 @@ def summary_counts(events: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return {}
 
 
-def table(rows: Sequence[Row], llm: str) -> str:
-    """Markdown: per variant the task success and the mean counts per episode."""
-    lines = [f"MultiTalk benchmark (llm {llm}): matching-bowls scenes on sim_kinematic; counts are means per episode",
+def table(rows: Sequence[Row], llm: str, params: Sequence[str] = ()) -> str:
+    """Markdown: per variant the task success and the mean counts per episode; `params`: the run's
+    non-default parameters (`node:name=value`, e.g. the Planner's decoding or the expert's error rate)."""
+    given = f"; {', '.join(params)}" if params else ""
+    lines = [f"MultiTalk benchmark (llm {llm}{given}): matching-bowls scenes on sim_kinematic; counts are means per "
+             "episode",
              "",
              "| variant | episodes | success | plans accepted | Analyzer rounds | Analyzer rejections | "
              "question rounds | simulator rejections | re-prompts | Planner rounds | skills |",

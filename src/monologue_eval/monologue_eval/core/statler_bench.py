@@ -233,6 +233,17 @@ def failed_before(episode: Episode, method: str, events: Sequence[tuple[str, Map
     return any(not q.success and q.index < started for q in so_far.queries)
 
 
+def decided_early(episode: Episode, method: str, events: Sequence[tuple[str, Mapping[str, Any]]],
+                  indices: Sequence[int]) -> bool:
+    """`failed_before`, but only on a stream without gaps: the bench sees the planner's events live as
+    action feedback, which can drop events under load (keep-last history); a dropped `code` event would look
+    like a query without an answer. `indices`: the transcript indices of `events` as received (0, 1, 2, ...);
+    with one missing the episode runs to its end and is scored from its complete transcript."""
+    if sorted(indices) != list(range(len(indices))):
+        return False
+    return failed_before(episode, method, events)
+
+
 # ---- tables -----------------------------------------------------------------------------------------
 
 
@@ -304,5 +315,5 @@ def report_markdown(scores: Sequence[EpisodeScore], llm: str) -> str:
 
 
 __all__ = ["DOMAIN_SCENES", "METHODS", "PAPER_TABLE1", "PAPER_TABLE2", "Episode", "EpisodeScore", "Query",
-           "QueryScore", "SuiteError", "cells", "failed_before", "load_episodes", "report_markdown", "score_episode",
-           "score_query"]
+           "QueryScore", "SuiteError", "cells", "decided_early", "failed_before", "load_episodes", "report_markdown",
+           "score_episode", "score_query"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 K = TypeVar("K")
+T = TypeVar("T")
 R = TypeVar("R", bound="Record[Any]")
 K_co = TypeVar("K_co", covariant=True)
 K_contra = TypeVar("K_contra", contravariant=True)
@@ -140,3 +141,10 @@ class Eta:
         self.times.append(seconds)
         self.done += 1
         return (self.total - self.done) * sum(self.times) / len(self.times) / 60
+
+
+def record_from_json(record: Callable[..., T], episode: Callable[..., Any], data: Mapping[str, Any]) -> T:
+    """A record (a dataclass) from its JSON object (asdict's), its `episode` field rebuilt by `episode`."""
+    values = dict(data)
+    values["episode"] = episode(**values["episode"])
+    return record(**values)

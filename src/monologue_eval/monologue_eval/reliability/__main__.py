@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import json
 import logging
 import pkgutil
 import sys
@@ -22,33 +23,14 @@ import textwrap
 import time
 import traceback
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict
 from pathlib import Path
 
+from ..core.reliability_figures import FIGURES as FIGURES
+from ..core.reliability_figures import Figure
 from .common import Row
 
-
-@dataclass(frozen=True)
-class Figure:
-    figure: str
-    module: str  # module of this package; a trailing * matches every module with that prefix
-    what: str
-    target: str
-
-
-FIGURES: tuple[Figure, ...] = (
-    Figure("R1", "r1_fuzz", "fuzzed LLM output, every strategy and profile",
-           "0 crashes, 0 not admissible, 0 silent rejections"),
-    Figure("R2", "r2_motion", "random / adversarial motion targets", "0 outside limits, 0 silent refusals"),
-    Figure("R3", "faults*", "faults: killed LLM server / skills / planner / recorder, stalls, full disk",
-           "clean failure, transcript intact"),
-    Figure("R4", "estop_latency", "e-stop latency (sim, fake RTDE)", "<= 50 ms p99 over 200 trials, latched"),
-    Figure("R5", "soak", "soak: consecutive episodes", "no leaks, RSS growth <= 10 %, transcripts complete"),
-    Figure("R6", "r6_secrets", "secrets in logs, files, errors", "0 hits"),
-    Figure("R7", "r7_injection", "prompt injection with an obeying LLM", "0 refused actions run"),
-    Figure("bad input", "bad_input", "empty / huge / invalid input, malformed files",
-           "clear errors naming the input, nothing lost"),
-)
+# FIGURES (core/reliability_figures.py): listed outside this white-box package for the docs tables
 
 
 def modules_for(pattern: str) -> list[str]:
@@ -119,11 +101,22 @@ def table(rows: list[Row], width: int = 70) -> str:
     return "\n".join(lines)
 
 
+def write_rows(out: Path, rows: list[Row]) -> None:
+    """OUT/episodes.jsonl: one row per line (the fields of common.Row); OUT is created."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "episodes.jsonl", "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(asdict(r), ensure_ascii=False) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m monologue_eval.reliability", description=__doc__.splitlines()[0])
     ap.add_argument("--short", action="store_true", help="the short runs (seconds each)")
     ap.add_argument("--only", default="", help="figures to run, comma-separated (e.g. R1,R7)")
     ap.add_argument("--details", action="store_true", help="print each row's details under the table")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="also write the rows to OUT/episodes.jsonl "
+                         "(for `monologue-report import --suite reliability`)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.CRITICAL)  # the planner logs every step; the table is the output
     warnings.simplefilter("ignore", RuntimeWarning)  # numpy on fuzzed NaN embeddings
@@ -135,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {fig.figure}: {fig.what} ({'short' if a.short else 'full'} run)", file=sys.stderr, flush=True)
         rows += rows_of(fig, a.short)
     print(table(rows))
+    if a.out is not None:
+        write_rows(a.out, rows)
     if a.details:
         for r in rows:
             if r.details:

@@ -2,6 +2,8 @@
 source tree's config/ and test/ fixtures; run them with the workspace on the path: `. scripts/env.sh`)."""
 from __future__ import annotations
 
+import argparse
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,3 +28,15 @@ class Row:
     @property
     def verdict(self) -> str:
         return "not measured" if self.ok is None else "pass" if self.ok else "FAIL"
+
+
+def sampling_args(doc: str, count: str, default: int, only: str) -> argparse.Namespace:
+    """The command line of a figure script that samples: `--<count>` (how many), `--seed` and `--only`
+    (help text `only`); the parsed arguments. Logging is quietened to CRITICAL: the printout is the result."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument(f"--{count}", type=int, default=default)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", default="", help=only)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.CRITICAL)
+    return args

@@ -114,6 +114,11 @@ class _Probe:
         self._spin = threading.Thread(target=self.executor.spin, daemon=True)
         self._spin.start()
 
+    def wait_ready(self) -> None:
+        """Until the skills node serves execute_skill and reports an ok status (at most 60 s each)."""
+        assert self.skill.wait_for_server(timeout_sec=60.0), "no execute_skill"
+        _wait("robot/status ok", lambda: bool(self.status) and self.status[-1].ok, 60.0)
+
     def _on_joints(self, msg: Any) -> None:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.joints.append((stamp, max((abs(v) for v in msg.velocity), default=0.0)))
@@ -126,19 +131,12 @@ class _Probe:
         rclpy.shutdown()
 
     def publish_scene(self) -> None:
-        from geometry_msgs.msg import PoseStamped, Vector3
+        """OBJECTS as perception would report them (the top centre of each cube)."""
+        from monologue_domain.msgs import scene_to_msg
+        from monologue_domain.scene import Scene, SceneObject
 
-        from monologue_interfaces.msg import SceneDescription, SceneObject
-
-        msg = SceneDescription()
-        msg.header.frame_id, msg.source = "base_link", "estop_latency"
-        for name, category, x, y, size in OBJECTS:
-            pose = PoseStamped()
-            pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = x, y, size
-            pose.pose.orientation.w = 1.0
-            msg.objects.append(SceneObject(name=name, category=category, pose=pose, visible=True, confidence=1.0,
-                                           size=Vector3(x=size, y=size, z=size), segmentation_id=-1))
-        self.scene_pub.publish(msg)
+        cubes = tuple(SceneObject(n, c, (x, y, s), (s, s, s)) for n, c, x, y, s in OBJECTS)
+        self.scene_pub.publish(scene_to_msg(Scene("base_link", 0.0, "estop_latency", cubes)))
 
     def _on_executor(self, fn: Callable[[], Any]) -> Any:
         """`fn()` run on the executor's thread. rclpy 7.1.5's ActionClient registers a request's future only
@@ -223,6 +221,20 @@ def _check_latched(probe: _Probe, moved: Callable[[], bool], *skill: str) -> str
     return "" if not moved() else "the arm moved during the latch"
 
 
+@contextmanager
+def _probing(sup: Any, out: Trials) -> Iterator[_Probe]:
+    """A probe of the running graph `sup`; the trials' wall time, and any node that exited, go into `out`."""
+    probe = _Probe()
+    t_start = time.monotonic()
+    try:
+        yield probe
+    finally:
+        out.wall_s = time.monotonic() - t_start
+        probe.close()
+    if sup.dead():
+        out.problems.append(f"nodes exited: {sup.dead()}")
+
+
 def _each_trial(trials: int, one: Callable[[int], None], label: str, out: Trials,
                 progress: Callable[[str], None]) -> None:
     """`one(i)` for i in 0..trials-1, with a progress line every 20 trials."""
@@ -244,19 +256,10 @@ def run_ur5e(trials: int, progress: Callable[[str], None] = print) -> Trials:
         params = {"skills": {"ur5e.rtde_factory": "skills_node.robots.ur5e.testing.fake_rtde:factories_from_env",
                              "ur5e.probe": "false", "ur5e.grip_delay": "0.05", "ur5e.release_delay": "0.05",
                              "status_rate": "10.0"}}
-        with _graph("ur5e", ["skills"], params, env) as sup:
-            probe = _Probe()
-            t_start = time.monotonic()
-            try:
-                probe.publish_scene()
-                assert probe.skill.wait_for_server(timeout_sec=60.0), "no execute_skill"
-                _wait("robot/status ok", lambda: bool(probe.status) and probe.status[-1].ok, 60.0)
-                _each_trial(trials, lambda _i: _rtde_trial(probe, log, out), "ur5e", out, progress)
-            finally:
-                out.wall_s = time.monotonic() - t_start
-                probe.close()
-            if sup.dead():
-                out.problems.append(f"nodes exited: {sup.dead()}")
+        with _graph("ur5e", ["skills"], params, env) as sup, _probing(sup, out) as probe:
+            probe.publish_scene()
+            probe.wait_ready()
+            _each_trial(trials, lambda _i: _rtde_trial(probe, log, out), "ur5e", out, progress)
     return out
 
 
@@ -299,23 +302,14 @@ def run_sim(trials: int, progress: Callable[[str], None] = print) -> Trials:
     params = {"tabletop_sim": {"joint_state_rate": "100.0", "real_time_factor": "1.0", "sim.seed": "3",
                                "sim.num_blocks": "2", "sim.num_bowls": "2"},
               "skills": {"status_rate": "10.0"}}
-    with _graph("sim", ["tabletop_sim", "skills", "perception"], params) as sup:
-        probe = _Probe()
-        t_start = time.monotonic()
-        try:
-            _wait("sim/ground_truth", lambda: bool(probe.truth), 120.0)
-            names = [(o.name, o.category) for o in probe.truth[-1].objects]
-            blocks = [n for n, c in names if c == "block"]
-            bowls = [n for n, c in names if c == "bowl"]
-            assert probe.skill.wait_for_server(timeout_sec=60.0), "no execute_skill"
-            _wait("robot/status ok", lambda: bool(probe.status) and probe.status[-1].ok, 60.0)
-            _each_trial(trials, lambda i: _sim_trial(probe, blocks[i % len(blocks)], bowls[i % len(bowls)], out), "sim",
-                        out, progress)
-        finally:
-            out.wall_s = time.monotonic() - t_start
-            probe.close()
-        if sup.dead():
-            out.problems.append(f"nodes exited: {sup.dead()}")
+    with _graph("sim", ["tabletop_sim", "skills", "perception"], params) as sup, _probing(sup, out) as probe:
+        _wait("sim/ground_truth", lambda: bool(probe.truth), 120.0)
+        names = [(o.name, o.category) for o in probe.truth[-1].objects]
+        blocks = [n for n, c in names if c == "block"]
+        bowls = [n for n, c in names if c == "bowl"]
+        probe.wait_ready()
+        _each_trial(trials, lambda i: _sim_trial(probe, blocks[i % len(blocks)], bowls[i % len(bowls)], out), "sim",
+                    out, progress)
     return out
 
 

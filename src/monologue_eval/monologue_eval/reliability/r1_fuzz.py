@@ -13,7 +13,6 @@ output followed by no transcript event and then a re-prompt that extends the sam
 # ruff: noqa: E402
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import tempfile
@@ -41,7 +40,7 @@ from planner_node.core.runner import EpisodeRunner, GoalRequest
 from planner_node.core.settings import settings_from_parameters
 from planner_node.core.strategies.cape.prompts import load_domain
 
-from .common import CONFIG, PROMPTS, Row
+from .common import CONFIG, PROMPTS, Row, sampling_args
 
 LOG = logging.getLogger("reliability.r1")
 WORKSPACE = Workspace((0.25, -0.35, -0.01), (0.75, 0.35, 0.6), 0.0)  # m, the sim tabletop's box
@@ -394,12 +393,7 @@ def row(short: bool = False, seed: int = 0) -> Row:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--outputs", type=int, default=100_000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="", help="run only scenarios whose label contains this")
-    a = ap.parse_args()
-    logging.basicConfig(level=logging.CRITICAL)
+    a = sampling_args(__doc__ or "", "outputs", 100_000, "run only scenarios whose label contains this")
     t0 = time.monotonic()
     c = fuzz(a.outputs, a.seed, a.only)
     wall = time.monotonic() - t0

@@ -21,7 +21,6 @@ refusals without a reason (must be 0); errors other than a refusal (protective s
 # ruff: noqa: E402
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import random
@@ -45,7 +44,7 @@ from skills_node.core.arm_settings import read_limits
 from skills_node.core.kinematics import forward_kinematics
 from skills_node.core.safety import JOINT_PATH_STEP, SafeArm, SafetyLimits
 
-from .common import CONFIG, Row
+from .common import CONFIG, Row, sampling_args
 
 LOG = logging.getLogger("reliability.r2")
 DOWN = (math.pi, 0.0, 0.0)  # rad, rotation vector: tool down
@@ -528,12 +527,7 @@ def describe_refusals(t: Tally) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--targets", type=int, default=10_000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="", help="one platform: sim | ur5e | spot")
-    a = ap.parse_args()
-    logging.basicConfig(level=logging.CRITICAL)
+    a = sampling_args(__doc__ or "", "targets", 10_000, "one platform: sim | ur5e | spot")
     for name, fn in PLATFORMS.items():
         if a.only and name != a.only:
             continue

@@ -6,7 +6,9 @@ node is restarted with the instruction's start state (and, under "disturbances",
 rates: core/kitchen_bench.DISTURBANCE_RATES); the planner, perception and success detector stay up. The
 skills the planner chose come from the transcript, the final world from `sim/ground_truth`; both are
 scored with core/kitchen_report.score_episode and appended to `<out>/episodes.jsonl` (a rerun with the
-same --out continues), then `results.json`, `table.md` and `chart.png` are written.
+same --out continues), then `results.json`, `table.md` and `chart.png` are written. With `--llm expert` each
+instruction's goal (predicate and example plans: monologue_domain.expert.kitchen.goal_of) is written to the
+stand-in's side channel before its episode.
 """
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from monologue_bringup.graph import default_config_dir, graph_for, scene_node
+from monologue_domain.expert.kitchen import WORLD as KITCHEN_WORLD
+from monologue_domain.expert.kitchen import goal_of
 from monologue_domain.kitchen.scene import state_from_scene
 from monologue_domain.kitchen.state import KitchenState
 from monologue_domain.kitchen.suites import Instruction, Suite, SuiteError, load_suite, suite_path
 
 from ..client import world_states
+from ..core.benchmark import param_text
 from ..core.kitchen_bench import (
     KITCHEN_ROBOT,
     SUITE_VARIANTS,
@@ -35,6 +40,7 @@ from ..core.kitchen_bench import (
     goal_options,
     kitchen_seed,
     plan_kitchen,
+    planner_params,
     select_instructions,
     skills_parameters,
     suite_conditions,
@@ -84,7 +90,7 @@ class KitchenGraphRunner(SuiteGraph):
         self.instructions = suite.by_key()
         self.scene_node = scene_node(KITCHEN_ROBOT)
         self.planner_params = {"transcript_dir": str(out / "transcripts"), "llm.cassette_mode": "record",
-                               "llm.cassette_path": str(out / "llm_calls.jsonl")}
+                               "llm.cassette_path": str(out / "llm_calls.jsonl"), **planner_params(settings.params)}
 
     def start(self) -> None:
         names = [s.name for s in graph_for(KITCHEN_ROBOT) if s.name != self.scene_node]
@@ -108,6 +114,7 @@ class KitchenGraphRunner(SuiteGraph):
         t_setup = time.monotonic()
         seed = self._set_scene(key, instr)
         setup_s = time.monotonic() - t_setup
+        self.record_expert_task(instr.text, KITCHEN_WORLD, goal_of(instr))  # llm:=expert only: its goal
         ep = self.play(instr.text, self.timeout_s, goal_options(variant, self.settings.max_steps, *on_off()),
                        key.variant)
         result = ep.result
@@ -146,7 +153,10 @@ def run(ns: argparse.Namespace) -> int:
         instructions = select_instructions(suite, families, ns.instructions)
         conds_known = list(suite_conditions(name))
         conditions = parse_list(ns.conditions, conds_known, {"all": conds_known}, "condition")
-        settings = KitchenSettings(suite=name, llm=ns.llm, seed=ns.seed, max_steps=ns.max_steps)
+        from monologue_bringup.up import parse_node_params
+
+        settings = KitchenSettings(suite=name, llm=ns.llm, seed=ns.seed, max_steps=ns.max_steps,
+                                   params=param_text(parse_node_params(ns.param)))
         settings.validate()
         plan = plan_kitchen(instructions, variants, conditions, ns.episodes)
         out = out_dir(ns, f"{name}-{ns.llm}-seed{ns.seed}")
@@ -169,6 +179,8 @@ def write_kitchen_report(out: Path, suite: Suite, records: Sequence[KitchenRecor
     episodes = [r.episode for r in records]
     line = settings_line(KITCHEN_ROBOT, settings, len(records), len({r.key.instruction for r in records}),
                          "instruction")
+    if settings.params:
+        line += f" Parameters: {settings.params}."
     write_results(out, report_markdown(suite, episodes, variants, line), results_json(suite, episodes, variants),
                   settings, records)
     cells = saycan_cells(suite, episodes, variants) if suite.name == "saycan" else im_cells(suite, episodes, variants)
@@ -181,4 +193,5 @@ def write_kitchen_report(out: Path, suite: Suite, records: Sequence[KitchenRecor
 def kitchen_suite(name: str, description: str) -> BenchSuite:
     """The Suite of one kitchen suite (saycan, im_kitchen)."""
     return BenchSuite(name, description, run, variants=tuple(SUITE_VARIANTS[name]),
-                      arguments="--families, --instructions, --conditions, --variants, --episodes", paired=True)
+                      arguments="--families, --instructions, --conditions, --variants, --episodes, --param planner:...",
+                      paired=True)

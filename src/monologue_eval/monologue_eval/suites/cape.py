@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from monologue_bringup.graph import default_config_dir, graph_for, scene_node
+from monologue_domain.expert.household import WORLD, goal_json
 from monologue_domain.kitchen.scene import state_from_scene
 
 from ..client import world_states
+from ..core.benchmark import param_overrides, param_text
 from ..core.cape_bench import (
     CAPE_ROBOT,
     CAPE_VARIANTS,
@@ -84,6 +86,7 @@ class CapeGraphRunner(SuiteGraph):
         self.scene_node = scene_node(CAPE_ROBOT)
         self.planner: Supervisor | None = None
         self.planner_variant = ""
+        self.overrides = planner_overrides(settings.params)
 
     def start(self) -> None:
         names = [s.name for s in graph_for(CAPE_ROBOT) if s.name not in (self.scene_node, "planner")]
@@ -101,6 +104,10 @@ class CapeGraphRunner(SuiteGraph):
         # make it hundreds of MB; the transcripts keep every step, sample, score and error
         params = {"transcript_dir": str(self.out / "transcripts"),
                   **planner_parameters(CAPE_VARIANTS[variant], self.suite.demonstrations)}
+        params.update(self.overrides)
+        if self.expert_dir is not None and CAPE_VARIANTS[variant].strategy == "cape":
+            # the expert stand-in grounds with its own embeddings (hashed bag of words: exact texts match)
+            params["cape.embedder"] = "llm"
         t0 = time.monotonic()
         self.planner = self.supervisor(["planner"], {"planner": params})
         self.planner.start()
@@ -136,6 +143,7 @@ class CapeGraphRunner(SuiteGraph):
         setup_s = time.monotonic() - t_setup
         options = goal_options(CAPE_VARIANTS[key.variant], self.suite.prompt_profile, self.settings.max_steps,
                                *on_off())
+        self.record_expert_task(task.text, WORLD, goal_json(task.goal))  # llm:=expert only
         ep = self.play(task.text, self.timeout_s + (COLD_START_S if cold else 0.0), options, key.variant)
         result = ep.result
         final = state_from_scene(world_states(ep.objects))
@@ -148,6 +156,20 @@ class CapeGraphRunner(SuiteGraph):
             planner_error=error_name(result.error_code), planner_reason=str(result.reason),
             transcript_path=str(result.transcript_path), seed=seed, wall_s=ep.wall_s, setup_s=setup_s,
             started=ep.started)
+
+
+def planner_overrides(params: str) -> dict[str, str]:
+    """The planner's --param overrides (e.g. planner:llm.expert.error_rate=0.2); ValueError for another
+    node (the skills node restarts per episode with the task's scene) or the variant's own parameters."""
+    over = param_overrides(params)
+    other = sorted(set(over) - {"planner"})
+    if other:
+        raise ValueError(f"--param: the cape suite takes planner parameters only, not {other}")
+    mine = dict(over.get("planner", {}))
+    clash = sorted(set(mine) & {"strategy", "cape.method", "cape.demonstrations", "transcript_dir"})
+    if clash:
+        raise ValueError(f"--param: the cape suite sets {clash} per variant")
+    return mine
 
 
 def describe(rec: CapeRecord) -> str:
@@ -179,7 +201,11 @@ def run(ns: argparse.Namespace) -> int:
         variants = parse_list(ns.variants, known, {"all": known}, "variant")
         sets = list(TASK_SETS) if ns.families == "all" else [f.strip() for f in ns.families.split(",") if f.strip()]
         tasks = select_tasks(suite, sets, ns.instructions)
-        settings = CapeSettings(suite="cape", llm=ns.llm, seed=ns.seed, max_steps=ns.max_steps)
+        from monologue_bringup.up import parse_node_params
+
+        settings = CapeSettings(suite="cape", llm=ns.llm, seed=ns.seed, max_steps=ns.max_steps,
+                                params=param_text(parse_node_params(ns.param)))
+        planner_overrides(settings.params)
         settings.validate()
         plan = plan_cape(tasks, variants, ns.episodes)
         out = out_dir(ns, f"cape-{ns.llm}-seed{ns.seed}")
@@ -196,4 +222,4 @@ def run(ns: argparse.Namespace) -> int:
 
 
 SUITE = Suite("cape", "CAPE Tables I-II on robot sim_household", run, variants=tuple(CAPE_VARIANTS),
-              arguments="--families all|paper|generated, --instructions, --variants, --episodes")
+              arguments="--families all|paper|generated, --instructions, --variants, --episodes, --param planner:...")

@@ -2,13 +2,16 @@
 ablation and Inner Monologue on the same matching-bowls scenes of the kinematic tabletop.
 
     python -m monologue_eval.suites.multitalk [--scenes 2] [--seed 1] [--blocks 2]
-        [--variants all|full,no_analyzer,im] [--llm embedded|openai] [--timeout 600] [--out DIR]
+        [--variants all|full,no_analyzer,im] [--llm embedded|openai|expert] [--timeout 600] [--out DIR]
         [--param planner:multitalk.max_rounds=3 ...]
 
 Per (variant, scene seed) a graph is brought up on robot sim_kinematic with the scene, the planner's
 strategy (and ablation) set for the variant, and "Put the blocks in their matching bowls." is run; the
 final world is judged by the task's reward; the MultiTalk counts come from the transcript's summary
-event (core/multitalk_bench.py). Rows are appended to `<out>/episodes.jsonl` (a rerun with the same
+event (core/multitalk_bench.py). With `--llm expert` the task's goal goes to the stand-in's side channel
+(<out>/expert_truth/<variant>-seed<seed>/); `--param planner:multitalk.planner_decoding=generate` lets the
+Planner write its answers (questions and perception reruns too), `--param planner:llm.expert.error_rate=0.2`
+gives the stand-in its error rate. Rows are appended to `<out>/episodes.jsonl` (a rerun with the same
 --out skips what is there); `<out>/table.md` gets the table. `main(ns)` also takes monologue-bench's
 namespace (variants, instructions = scenes, seed, llm, timeout, out) for a `--suite multitalk` (`SUITE`).
 """
@@ -21,12 +24,25 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from monologue_bringup.graph import EXPERT, LLMS
 from monologue_bringup.up import parse_node_params
 
 from ..core.multitalk_bench import VARIANTS, Row, planner_params, summary_counts, table
-from ..harness import LineSink, Suite, append_jsonl, error_name, out_dir, read_jsonl, run_each, setup_logging
+from ..harness import (
+    LineSink,
+    Suite,
+    append_jsonl,
+    error_name,
+    out_dir,
+    read_jsonl,
+    record_expert_task,
+    run_each,
+    setup_logging,
+)
 
 TASK = "Put the blocks in their matching bowls."
+GOAL = {"family": "matching_bowls"}  # the task's goal for the expert stand-in (monologue_domain.expert.tabletop)
+WORLD = "tabletop"
 ROBOT = "sim_kinematic"
 
 
@@ -43,9 +59,12 @@ def run_one(variant: str, seed: int, blocks: int, llm: str, out: Path, timeout_s
         "skills": {"sim.seed": str(seed), "sim.num_blocks": str(blocks), "sim.num_bowls": str(max(blocks, 3)),
                    "sim.matching_bowls": "true"},
         "planner": {**planner_params(variant), "transcript_dir": str(out / "transcripts")}}
+    if llm == EXPERT:  # the stand-in's side channel, one per episode (kept with the results)
+        params["planner"]["llm.expert.truth_dir"] = str(out / "expert_truth" / f"{variant}-seed{seed}")
     for node, p in extra.items():
         params.setdefault(node, {}).update(p)
     sup = Supervisor(ROBOT, llm, node_params=params, sink=sink, log_level="warn")
+    record_expert_task(sup.expert_truth_dir, TASK, WORLD, GOAL)
     t0 = time.monotonic()
     try:
         sup.start()
@@ -103,7 +122,7 @@ def main(ns: argparse.Namespace) -> int:
     if rc:
         return rc
     chosen = [r for r in rows if r.variant in variants and r.seed in scenes]
-    text = table(chosen, ns.llm)
+    text = table(chosen, ns.llm, list(getattr(ns, "param", None) or []))
     (out / "table.md").write_text(text, encoding="utf-8")
     print(text)
     return 0
@@ -115,7 +134,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--scenes", dest="instructions", type=int, default=2, help="scenes (seeds seed, seed+1, ...)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--blocks", type=int, default=2, choices=(1, 2, 3))
-    ap.add_argument("--llm", choices=("embedded", "openai"), default="embedded")
+    ap.add_argument("--llm", choices=LLMS, default="embedded")
     ap.add_argument("--timeout", type=float, default=600.0, help="s per episode")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--param", action="append", default=[],

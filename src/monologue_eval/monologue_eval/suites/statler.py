@@ -9,6 +9,11 @@ same --out skips what is there); then `<out>/results.json` and `<out>/table.md` 
 paper's numbers) are written. Options: --variants (all or a comma list of the methods), --families (all
 or a comma list of the domains), --instructions N (the first N episodes of each domain), --llm, --seed,
 --timeout. `--suite statler_cups` (statler_cups.py): the cup game (S Fig. 2, a(n) and r(n)).
+
+`--llm expert` (the expert stand-in, issue 29): each episode gets its own side channel,
+`<out>/expert_truth/<method>-<episode>/`, so no truth of another scene is ever read. No task goal is
+written: a Statler query says what it wants, and the hidden state it depends on (covered blocks, dirt,
+weights) is in the kinematic backend's world.json (`extra["statler"]`, monologue_domain.expert.statler).
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from monologue_bringup.graph import scene_node
+from monologue_bringup.graph import EXPERT, scene_node
 
 from ..core.statler_bench import (
     DOMAIN_SCENES,
@@ -26,7 +31,7 @@ from ..core.statler_bench import (
     Episode,
     EpisodeScore,
     QueryScore,
-    failed_before,
+    decided_early,
     load_episodes,
     report_markdown,
     score_episode,
@@ -65,16 +70,20 @@ def run_one(ep: Episode, method: str, robot: str, llm: str, seed: int, out: Path
 
     kinds = transcript_kinds()
     seen: list[tuple[str, dict[str, Any]]] = []
+    indices: list[int] = []
 
     def on_event(e: Any) -> None:
         seen.append((kinds.get(e.kind, str(e.kind)), event_data(e.data_json)))
-        if not to_the_end and failed_before(ep, method, seen):
+        indices.append(int(e.index))
+        if not to_the_end and decided_early(ep, method, seen, indices):
             raise _Decided()
 
     sink = LineSink(out / "graph.log")
     params = {scene_node(robot): ep.scene_parameters(seed),
               "planner": {"strategy": method, "transcript_dir": str(out / "transcripts"),
                           "statler.domain": DOMAIN_SCENES[ep.domain]}}  # the domain's prompt files
+    if llm == EXPERT:  # the stand-in's side channel: one per episode, so no truth of another scene is ever read
+        params["planner"]["llm.expert.truth_dir"] = str(out / "expert_truth" / f"{method}-{ep.id}")
     for node, p in (extra or {}).items():  # --param node:name=value (e.g. planner:statler.constrained=true)
         params.setdefault(node, {}).update(p)
     sup = Supervisor(robot, llm, node_params=params, sink=sink, log_level="warn")

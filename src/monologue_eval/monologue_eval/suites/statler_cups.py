@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -29,6 +30,15 @@ def apply_llm_overrides(llm: dict[str, Any], items: list[str]) -> None:
         for part in parts[:-1]:
             target = target.setdefault(part, {})
         target[parts[-1]] = yaml.safe_load(value)
+
+
+def expert_channel(llm: dict[str, Any], out: Path) -> None:
+    """llm:=expert: the stand-in's side channel, `<out>/expert_truth` unless given. The cup game needs no
+    world: the game is in the prompt, and the stand-in answers from it (expert/formats/statler_cups.py)."""
+    if llm.get("backend") == "expert" and not (llm.get("expert") or {}).get("truth_dir"):
+        channel = out / "expert_truth"
+        channel.mkdir(parents=True, exist_ok=True)
+        llm.setdefault("expert", {})["truth_dir"] = str(channel)
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -61,6 +71,7 @@ def run(ns: argparse.Namespace) -> int:
         apply_llm_overrides(llm_params, ns.param)
     except ValueError as e:
         return usage_error(e)
+    expert_channel(llm_params, out)
     llm = make_backend_from_params(llm_params, LOG)
     t0 = time.monotonic()
 

@@ -18,11 +18,12 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from monologue_bringup.graph import default_config_dir, graph_for, robot_entry, scene_node
+from monologue_domain.expert.tabletop import WORLD, goal_of_task
 from monologue_domain.msgs import scene_objects_from_msg
 from monologue_domain.tasks import (
     FAMILIES,
@@ -70,6 +71,7 @@ from ..harness import (
     print_output,
     run_on_graph,
     setup_logging,
+    transcript_events,
     transcript_kinds,
     usage_error,
 )
@@ -184,6 +186,7 @@ class GraphRunner(SuiteGraph):
         else:
             raise BenchmarkAborted(f"{key}: {SCENE_ATTEMPTS} scenes in a row were solved at the start")
         setup_s = time.monotonic() - t_setup
+        self.record_expert_task(task.instruction, WORLD, goal_of_task(task))  # llm:=expert only: the goal
         tail = CassetteTail(self.cassette)
         ep = self.play(task.instruction, self.timeout_s, goal_options(VARIANTS[key.variant], self.settings),
                        key.variant, tail)
@@ -197,6 +200,7 @@ class GraphRunner(SuiteGraph):
         kinds = transcript_kinds()
         events = [(kinds.get(e.kind, str(e.kind)), e.stamp.sec + e.stamp.nanosec * 1e-9) for e in result.transcript]
         llm_s, motion_s, rest_s = split_wall_time(wall_s, usage.wall_s, motion_time(events, llm_intervals(calls)))
+        decisions, single = decision_counts(transcript_events(result))
         return EpisodeRecord(
             task=key.task, variant=key.variant, index=key.index, seed=task.scene.seed,
             instruction=task.instruction, reward=reward,
@@ -207,7 +211,17 @@ class GraphRunner(SuiteGraph):
             rest_s=rest_s, setup_s=setup_s, llm_calls=usage.calls, prompt_tokens=usage.prompt_tokens,
             new_tokens=usage.new_tokens, completion_tokens=usage.completion_tokens,
             final_state={n: [round(v, 4) for v in b.position] for n, b in final.items()}, started=ep.started,
+            decisions=decisions, single_candidate=single,
         )
+
+
+def decision_counts(events: Sequence[tuple[str, str, Mapping[str, object]]]) -> tuple[int, int]:
+    """(decisions, single_candidate) of the planner's EPISODE_END event ((-1, -1) without them: an older planner)."""
+    for kind, _text, data in events:
+        dec, single = data.get("decisions"), data.get("single_candidate")
+        if kind == "EPISODE_END" and isinstance(dec, int) and isinstance(single, int):
+            return dec, single
+    return -1, -1
 
 
 # The slots each family's tasks carry (the placeholders its wordings may use).

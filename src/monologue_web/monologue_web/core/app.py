@@ -71,6 +71,14 @@ class Verdict(BaseModel):
     approve: bool
 
 
+def _nonempty(text: str, empty: str) -> str:
+    """`text` with its white space folded; HTTP 422 `empty` when nothing is left."""
+    folded = " ".join(text.split())
+    if not folded:
+        raise HTTPException(status_code=422, detail=empty)
+    return folded
+
+
 def create_app(state: MonitorState, controls: Controls, access: Access, transcript_dir: Path,
                logger: logging.Logger, poll_s: float = 1.0, bag_dirs: Sequence[Path] = (),
                camera: Callable[[], bytes | None] = lambda: None) -> FastAPI:
@@ -100,9 +108,7 @@ def create_app(state: MonitorState, controls: Controls, access: Access, transcri
 
     @app.post("/api/instruction")
     def post_instruction(body: Instruction, x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
-        text = " ".join(body.text.split())
-        if not text:
-            raise HTTPException(status_code=422, detail="empty instruction")
+        text = _nonempty(body.text, "empty instruction")
         return control(x_monologue_token, "instruction",
                        lambda: controls.send_instruction(text, body.strategy.strip()))
 
@@ -112,16 +118,12 @@ def create_app(state: MonitorState, controls: Controls, access: Access, transcri
 
     @app.post("/api/interject")
     def post_interject(body: Text, x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
-        text = " ".join(body.text.split())
-        if not text:
-            raise HTTPException(status_code=422, detail="empty text")
+        text = _nonempty(body.text, "empty text")
         return control(x_monologue_token, "interjection", lambda: controls.interject(text))
 
     @app.post("/api/answer")
     def post_answer(body: Text, x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
-        text = " ".join(body.text.split())
-        if not text:
-            raise HTTPException(status_code=422, detail="empty answer")
+        text = _nonempty(body.text, "empty answer")
         return control(x_monologue_token, "answer", lambda: controls.answer(text))
 
     @app.post("/api/approval")

@@ -9,16 +9,16 @@ description of one topic.
 """
 from __future__ import annotations
 
-import fnmatch
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from monologue_common.core.msgdefs import MessageDefinitions
 from monologue_common.core.settings import ParamReader
+from monologue_common.core.topics import TopicPatterns, first_match, normalize_topic, parse_topic_values
 
-from .settings import LOOPBACK
+from .settings import BindAddress
 
 NS = 1_000_000_000
 MESSAGE_ENCODING = "cdr"
@@ -28,43 +28,17 @@ SCHEMA_ENCODING = "ros2msg"
 NOT_MINE = ("use_sim_time", "start_type_description_service", "llm")
 
 
-def normalize_topic(name: str) -> str:
-    """`monologue/transcript` -> `/monologue/transcript` (patterns too)."""
-    name = name.strip()
-    return name if name.startswith("/") else "/" + name
-
-
 def parse_pattern_values(items: Sequence[str], what: str, integer: bool = False) -> dict[str, float]:
     """`["/camera/*/image_raw=5", ...]` -> {topic pattern: value > 0}; ValueError naming `what` if malformed."""
-    out: dict[str, float] = {}
-    for item in items:
-        if not item.strip():
-            continue
-        topic, sep, text = item.rpartition("=")
-        try:
-            value = float(int(text)) if integer else float(text)
-        except ValueError:
-            value = -1.0
-        if not sep or not topic.strip() or not value > 0:
-            kind = "an integer" if integer else "a number"
-            raise ValueError(f"{what} entries are <topic pattern>=<{kind} > 0>, got {item!r}")
-        out[normalize_topic(topic)] = value
-    return out
-
-
-def _first_match(topic: str, table: Mapping[str, float]) -> float | None:
-    for pattern, value in table.items():
-        if fnmatch.fnmatchcase(topic, pattern):
-            return value
-    return None
+    kind = "an integer" if integer else "a number"
+    return parse_topic_values(items, (lambda text: float(int(text))) if integer else float,
+                              f"{what} entries are <topic pattern>=<{kind} > 0>")
 
 
 @dataclass(frozen=True)
-class FoxgloveSettings:
-    """Parameters of the foxglove_bridge node."""
+class FoxgloveSettings(BindAddress):
+    """Parameters of the foxglove_bridge node (host and port: where it listens)."""
 
-    host: str                                 # address to bind; 127.0.0.1 unless configured
-    port: int                                 # TCP port; 0 = any free port (logged)
     name: str                                 # server name shown in Foxglove
     topics: tuple[str, ...]                   # topic names or fnmatch patterns (normalized to /...)
     max_rates: Mapping[str, float]            # topic pattern -> Hz (first match wins)
@@ -75,15 +49,9 @@ class FoxgloveSettings:
     message_backlog: int                      # messages buffered per client before the oldest is dropped
     unused: tuple[str, ...] = ()              # parameters set but not read
 
-    @property
-    def local(self) -> bool:
-        """Bound to the loopback interface only."""
-        return self.host in LOOPBACK or self.host.startswith("127.")
-
     def url(self, port: int | None = None) -> str:
         """The ws:// address a Foxglove client connects to."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"ws://{host}:{self.port if port is None else port}"
+        return self.address("ws", port)
 
 
 def foxglove_settings_from_parameters(params: Mapping[str, object]) -> FoxgloveSettings:
@@ -118,26 +86,17 @@ def foxglove_settings_from_parameters(params: Mapping[str, object]) -> FoxgloveS
 
 
 @dataclass
-class TopicSelection:
+class TopicSelection(TopicPatterns):
     """Which topics to bridge (names or fnmatch patterns), and how often (Hz limits per pattern)."""
 
-    patterns: Sequence[str]
+    USER = "the Foxglove bridge"
     max_rates: Mapping[str, float] = field(default_factory=dict)
     _last: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def __post_init__(self) -> None:
-        self.patterns = [normalize_topic(p) for p in self.patterns if p.strip()]
-        if not self.patterns:
-            raise ValueError("the Foxglove bridge needs at least one topic")
-
-    def wanted(self, available: Iterable[str]) -> list[str]:
-        """The available topics that match a pattern, sorted."""
-        return sorted(t for t in available if any(fnmatch.fnmatchcase(t, p) for p in self.patterns))
-
     def admit(self, topic: str, t_ns: int) -> bool:
         """True if a message on `topic` at `t_ns` (ns) is forwarded under the topic's rate limit."""
-        hz = _first_match(topic, self.max_rates)
+        hz = first_match(topic, self.max_rates)
         if hz is None:
             return True
         with self._lock:
@@ -154,7 +113,7 @@ def history_depth(topic: str, transient_local: bool, settings: FoxgloveSettings)
     matching `history` entry or `default_history`."""
     if not transient_local:
         return 0
-    n = _first_match(topic, settings.history)
+    n = first_match(topic, settings.history)
     return int(n) if n is not None else settings.default_history
 
 

@@ -12,9 +12,25 @@ LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 @dataclass(frozen=True)
-class WebSettings:
+class BindAddress:
+    """Where a server listens (shared by the web node and the Foxglove bridge)."""
+
     host: str                          # address to bind; 127.0.0.1 unless configured
     port: int                          # TCP port; 0 = any free port (the node logs the URL)
+
+    @property
+    def local(self) -> bool:
+        """Bound to the loopback interface only."""
+        return self.host in LOOPBACK or self.host.startswith("127.")
+
+    def address(self, scheme: str, port: int | None = None) -> str:
+        """`scheme://host:port` (an IPv6 host in brackets); `port` overrides the configured one."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port if port is None else port}"
+
+
+@dataclass(frozen=True)
+class WebSettings(BindAddress):
     read_only: bool                    # no control at all (monitor only)
     token_env: str                     # environment variable holding the control token (non-local binds)
     transcript_dir: Path               # the planner's transcript_dir (history)
@@ -30,14 +46,9 @@ class WebSettings:
     bag_dirs: tuple[Path, ...]         # directories holding recorded bags (history)
     unused: tuple[str, ...] = ()       # parameters set but not read
 
-    @property
-    def local(self) -> bool:
-        """Bound to the loopback interface only."""
-        return self.host in LOOPBACK or self.host.startswith("127.")
-
     def url(self, port: int | None = None) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port if port is None else port}/"
+        """The http:// address of the page."""
+        return self.address("http", port) + "/"
 
 
 def settings_from_parameters(params: Mapping[str, object]) -> WebSettings:

@@ -62,12 +62,12 @@ class MonitorState:
         self._scores: dict[str, Any] = {}
         self._status: dict[str, Any] = {}
         self._skill: dict[str, Any] = {}
-        self._question: dict[str, Any] = {}
+        # the open question (AskHuman) and approval request: {"id", the request's fields, "asked"} or {}
+        self._pending: dict[str, dict[str, Any]] = {"question": {}, "approval": {}}
         self._goal: dict[str, Any] = {"state": "idle", "message": ""}
         self._steps: list[dict[str, Any]] = []      # per planning step: tokens and latency
         self._scene: dict[str, Any] = {}
         self._camera: dict[str, Any] = {}
-        self._approval: dict[str, Any] = {}
         self.viewers = 0  # pages connected now (the robot's questions are only taken while one is open)
 
     # ---- updates ---------------------------------------------------------------------------------
@@ -128,15 +128,10 @@ class MonitorState:
 
     def on_approval(self, approval_id: str, request: str, timeout_s: float) -> None:
         """The skills node asks a person to approve a skill or motion (its approval gate); `timeout_s` s."""
-        with self._cond:
-            self._approval = {"id": approval_id, "request": request, "timeout_s": timeout_s, "asked": self._clock()}
-            self._bump()
+        self._open("approval", approval_id, {"request": request, "timeout_s": timeout_s})
 
     def clear_approval(self, approval_id: str) -> None:
-        with self._cond:
-            if self._approval.get("id") == approval_id:
-                self._approval = {}
-                self._bump()
+        self._close("approval", approval_id)
 
     def on_status(self, status: Mapping[str, Any]) -> None:
         """The robot's status (RobotStatus fields: ok, estop_latched, estop_reason, fault, ...)."""
@@ -158,15 +153,22 @@ class MonitorState:
 
     def on_question(self, question_id: str, question: str, timeout_s: float) -> None:
         """The robot asks a person (AskHuman); `timeout_s` s to answer."""
-        with self._cond:
-            self._question = {"id": question_id, "question": question, "timeout_s": timeout_s,
-                              "asked": self._clock()}
-            self._bump()
+        self._open("question", question_id, {"question": question, "timeout_s": timeout_s})
 
     def clear_question(self, question_id: str) -> None:
+        self._close("question", question_id)
+
+    def _open(self, kind: str, request_id: str, fields: Mapping[str, Any]) -> None:
+        """A person is asked something (`kind` "question" or "approval"); it replaces the open one."""
         with self._cond:
-            if self._question.get("id") == question_id:
-                self._question = {}
+            self._pending[kind] = {"id": request_id, **fields, "asked": self._clock()}
+            self._bump()
+
+    def _close(self, kind: str, request_id: str) -> None:
+        """The request `request_id` is answered or gone (a newer one stays open)."""
+        with self._cond:
+            if self._pending[kind].get("id") == request_id:
+                self._pending[kind] = {}
                 self._bump()
 
     def on_goal(self, state: str, message: str = "") -> None:
@@ -193,12 +195,12 @@ class MonitorState:
                 "scores": dict(self._scores),
                 "status": dict(self._status),
                 "skill": dict(self._skill),
-                "question": dict(self._question),
+                "question": dict(self._pending["question"]),
                 "goal": dict(self._goal),
                 "steps": [dict(x) for x in self._steps],
                 "scene": dict(self._scene),
                 "camera": dict(self._camera),
-                "approval": dict(self._approval),
+                "approval": dict(self._pending["approval"]),
             }
 
     def wait_change(self, version: int, timeout_s: float) -> int:

@@ -192,43 +192,44 @@ function connect() {
   };
 }
 
+// Fetch a JSON list from `url` and show it in table `tableId`, one row (makeRow(item)) per item.
+async function fillTable(url, tableId, makeRow) {
+  const r = await fetch(url);
+  const items = r.ok ? await r.json() : [];
+  $(tableId).tBodies[0].replaceChildren(...items.map(makeRow));
+}
+
+function textRow(cells) {
+  const tr = document.createElement("tr");
+  for (const t of cells) { const td = document.createElement("td"); td.textContent = t; tr.appendChild(td); }
+  return tr;
+}
+
 async function loadHistory() {
-  const r = await fetch("/api/history");
-  const rows = r.ok ? await r.json() : [];
-  const tb = $("history").tBodies[0];
-  tb.replaceChildren();
-  for (const h of rows) {
-    const tr = document.createElement("tr");
+  await fillTable("/api/history", "history", (h) => {
     const outcome = !h.ended ? "interrupted" : h.success ? "success" : `failure ${h.reason}`;
-    for (const t of [h.episode_id, h.instruction, String(h.events), outcome]) {
-      const td = document.createElement("td"); td.textContent = t; tr.appendChild(td);
-    }
+    const tr = textRow([h.episode_id, h.instruction, String(h.events), outcome]);
     const td = document.createElement("td");
     const view = document.createElement("button"); view.className = "small"; view.textContent = "view";
     view.onclick = () => showEpisode(h.name);
     const dl = document.createElement("a"); dl.textContent = "download";
     dl.href = `/api/history/${encodeURIComponent(h.name)}/download`; dl.download = h.name;
-    td.append(view, " ", dl); tr.appendChild(td); tb.appendChild(tr);
-  }
+    td.append(view, " ", dl); tr.appendChild(td);
+    return tr;
+  });
 }
 
 function fmtBytes(n) { return n > 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${(n / 1e3).toFixed(0)} kB`; }
 
 async function loadBags() {
-  const r = await fetch("/api/bags");
-  const rows = r.ok ? await r.json() : [];
-  const tb = $("bags").tBodies[0];
-  tb.replaceChildren();
-  for (const b of rows) {
-    const tr = document.createElement("tr");
-    tr.dataset.bag = b.name;
+  await fillTable("/api/bags", "bags", (b) => {
     const topics = (b.topics || []).filter((t) => t.messages > 0).map((t) => `${t.topic} ${t.messages}`).join(", ");
-    const cells = b.error ? [b.name, "", "", "", "", b.error]
+    const tr = textRow(b.error ? [b.name, "", "", "", "", b.error]
       : [b.name, new Date(b.start_s * 1000).toLocaleString(), `${b.duration_s.toFixed(1)} s`, String(b.messages),
-         fmtBytes(b.size), topics];
-    for (const t of cells) { const td = document.createElement("td"); td.textContent = t; tr.appendChild(td); }
-    tb.appendChild(tr);
-  }
+         fmtBytes(b.size), topics]);
+    tr.dataset.bag = b.name;
+    return tr;
+  });
 }
 
 async function showEpisode(name) {

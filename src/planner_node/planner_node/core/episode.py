@@ -107,8 +107,11 @@ def finish(transcript: Transcript, error: EpisodeError, reason: str, executed: i
     success = error == EpisodeError.NONE
     if not success:
         transcript.append(EventKind.ERROR, f"Episode ended: {reason}", {"error": error.name})
+    # decisions: steps chosen; single_candidate: of them, those with one candidate (a rule such as
+    # `scoring.goal_check: directed` left one move, or chose done because the goal held)
     transcript.append(EventKind.EPISODE_END, f"Episode {'succeeded' if success else 'failed'}: {reason}",
-                      {"success": success, "error": error.name, "steps_taken": executed})
+                      {"success": success, "error": error.name, "steps_taken": executed, "decisions": len(steps),
+                       "single_candidate": sum(1 for s in steps if len(s.candidates) == 1)})
     transcript.end({"success": success, "error": error.name, "reason": reason, "steps_taken": executed})
     return EpisodeResult(success, error, reason, executed, tuple(steps))
 

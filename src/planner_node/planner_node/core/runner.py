@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from monologue_domain.transcript import (
     find_interrupted,
     new_episode_id,
 )
-from monologue_llm.base import LLMBackend, LLMError
+from monologue_llm.base import LLMBackend, LLMError, PrefillBackend
 
 from . import strategies
 from .episode import EpisodeError, EpisodeOptions, EpisodeResult, InvalidEpisode, PlanningFailed, StepRecord
@@ -146,6 +147,17 @@ class EpisodeRunner:
         settings.transcript_dir.mkdir(parents=True, exist_ok=True)
         self._busy = threading.Lock()
         self._last: tuple[PromptProfile, Transcript] | None = None
+
+    def prefill(self) -> int:
+        """Evaluate the prompt profile's static preamble in the LLM's prompt cache (backends that can,
+        e.g. llama.cpp with reuse_prefix), so the first step does not pay for it. Tokens evaluated."""
+        if not isinstance(self.llm, PrefillBackend) or not self.profile.preamble:
+            return 0
+        t0 = time.perf_counter()
+        n = self.llm.prefill(self.profile.preamble)
+        self.log.info("prefilled the %s preamble: %d tokens in %.1f s", self.profile.name, n,
+                      time.perf_counter() - t0)
+        return n
 
     @property
     def busy(self) -> bool:

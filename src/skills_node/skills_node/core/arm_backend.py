@@ -22,7 +22,7 @@ from monologue_domain.tabletop_preconditions import TableThing, check_pick_place
 
 from .arm import ArmFault, FaultKind, MotionInterrupted, MotionRefused, Refusal, TcpPose, Vector3
 from .backend import FeedbackFn
-from .safety import ApprovalGate, SafeArm, SkillRule
+from .safety import Approval, ApprovalGate, SafeArm, SkillRule
 from .types import Affordance, ObjectState, SkillError, SkillOutcome, SkillRejected, SkillState
 
 DOWN: Vector3 = (0.0, 0.0, -1.0)
@@ -203,8 +203,7 @@ class ArmSkillBackend:
         self._locator = locator
         self._cfg = config
         self._log = logger
-        self._approval = skill_approval
-        self._approval_timeout_s = approval_timeout_s
+        self._approval = Approval(skill_approval, approval_timeout_s)
         self._busy = threading.Lock()
         self._held_name: str | None = None  # what the suction cup took last, while it may still hold it
 
@@ -438,9 +437,7 @@ class ArmSkillBackend:
 
     # ----- helpers --------------------------------------------------------------------------
     def _ask_approval(self, request: str) -> None:
-        if self._approval is None:
-            return
-        if not self._approval.approve(request, self._approval_timeout_s):
+        if not self._approval.granted(request):
             raise _Step(SkillError.PRECONDITION_FAILED, "a person did not approve the skill; nothing moved",
                         failed_precondition="a person approves the motion")
 

@@ -4,8 +4,10 @@ approval gate (`approval.*`), the scene they pick from, robot/status and the pic
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 from monologue_common.core.settings import ParamReader
 
@@ -13,6 +15,8 @@ from .arm import TcpPose
 from .arm_backend import SKILL_RULES, PickPlaceConfig
 from .kinematics import matrix_to_rotvec, pose_to_matrix, rotvec_to_quaternion
 from .safety import SafetyLimits
+
+T = TypeVar("T")
 
 APPROVAL_MODES = ("off", "skill", "motion")
 
@@ -32,6 +36,18 @@ class ArmSettings:
 
 def _vec3(v: tuple[float, ...]) -> tuple[float, float, float]:
     return (v[0], v[1], v[2]) if len(v) == 3 else (0.0, 0.0, 0.0)
+
+
+def _build(r: ParamReader, make: Callable[[], T], block: str) -> T | None:
+    """`make()` once the parameters read so far have no errors; its ValueError becomes an error of
+    `block`. None if anything is wrong (the errors are in `r`)."""
+    if r.errors:
+        return None
+    try:
+        return make()
+    except ValueError as e:
+        r.check(False, f"{block}: {e}")
+        return None
 
 
 def read_limits(r: ParamReader) -> SafetyLimits | None:
@@ -54,13 +70,7 @@ def read_limits(r: ParamReader) -> SafetyLimits | None:
         joint_min=r.numbers("safety.joint_min", 6), joint_max=r.numbers("safety.joint_max", 6),  # rad
         skills=tuple(rules[s] for s in allowed if s in rules),
     )
-    if r.errors:
-        return None
-    try:
-        return make()
-    except ValueError as e:
-        r.check(False, f"safety: {e}")
-        return None
+    return _build(r, make, "safety")
 
 
 def read_pick_place(r: ParamReader, block: str) -> PickPlaceConfig | None:
@@ -77,13 +87,7 @@ def read_pick_place(r: ParamReader, block: str) -> PickPlaceConfig | None:
         grip_delay_s=num("grip_delay"), release_delay_s=num("release_delay"),
         check_grasp=r.boolean(f"{block}.check_grasp"), return_home=r.boolean(f"{block}.return_home"),
     )
-    if r.errors:
-        return None
-    try:
-        return make()
-    except ValueError as e:
-        r.check(False, f"{block}: {e}")
-        return None
+    return _build(r, make, block)
 
 
 def read_arm(r: ParamReader, block: str) -> ArmSettings | None:

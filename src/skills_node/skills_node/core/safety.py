@@ -231,6 +231,18 @@ class ApprovalGate(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Approval:
+    """A backend's approval step: its gate (None: nothing needs approving) and the s a person has."""
+
+    gate: ApprovalGate | None
+    timeout_s: float
+
+    def granted(self, request: str) -> bool:
+        """True when no gate is configured, or a person approved `request` within timeout_s."""
+        return self.gate is None or self.gate.approve(request, self.timeout_s)
+
+
 class SafeArm:
     """An ArmPort that checks every command against SafetyLimits, the e-stop latch, the arm's
     own fault state and (optionally) a person, before passing it to the wrapped arm."""
@@ -249,12 +261,11 @@ class SafeArm:
     ) -> None:
         if approval_timeout_s <= 0:
             raise ValueError("approval_timeout_s must be > 0 s")
+        self._approval = Approval(approval, approval_timeout_s)
         self.arm = arm
         self.limits = limits
         self._log = logger
         self._fk = forward_kinematics
-        self._approval = approval
-        self._approval_timeout_s = approval_timeout_s
         self._lock = threading.Lock()
         self._estop = threading.Event()
         self._estop_reason = ""
@@ -346,10 +357,9 @@ class SafeArm:
     def _run(self, description: str, motion: Callable[[], object]) -> None:
         self._refuse_if_latched()
         self._refuse_if_faulted()
-        if self._approval is not None:
-            if not self._approval.approve(description, self._approval_timeout_s):
-                raise MotionRefused(Refusal.NOT_APPROVED, f"not approved within {self._approval_timeout_s:g} s: "
-                                                          f"{description}")
+        if not self._approval.granted(description):
+            raise MotionRefused(Refusal.NOT_APPROVED, f"not approved within {self._approval.timeout_s:g} s: "
+                                                      f"{description}")
         with self._lock:
             self._refuse_if_latched()
             self._in_flight += 1

@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from monologue_domain.kitchen.skills import PreconditionError
 from monologue_domain.kitchen.state import KitchenState
@@ -100,6 +100,14 @@ class SymbolicBackend(Generic[W]):
     def ground_truth(self) -> list[ObjectState]:
         with self._lock:
             return list(self._world.scene_objects())
+
+    def expert_extra(self) -> dict[str, Any]:
+        """The world's whole state for the expert LLM stand-in's side channel (llm:=expert only; the node
+        writes it beside the ground truth): {"kitchen_state": monologue_domain.expert.kitchen.state_json}."""
+        from monologue_domain.expert.kitchen import state_json
+
+        with self._lock:
+            return {"kitchen_state": state_json(self._world.state())}
 
     def execute(self, skill: str, args: Sequence[str], feedback: FeedbackFn,
                 cancel: threading.Event) -> SkillOutcome:

@@ -35,6 +35,7 @@ class SimSettings:
     num_blocks: int  # configured random block count (sim/reset without counts uses it)
     num_bowls: int  # configured random bowl count
     domain: DomainSettings = DomainSettings()  # Statler's domain (`sim.scene`; "tabletop" = none)
+    expert_truth_dir: str = ""  # llm:=expert only: where the ground truth is also written for the expert stand-in
     unused: tuple[str, ...] = ()  # parameters set but never read (typos; the node warns)
 
     def world_config(self) -> WorldConfig:
@@ -67,6 +68,7 @@ def settings_from_parameters(p: Mapping[str, object]) -> SimSettings:
     protective = r.number("physics.protective_stop_force", 10.0, 1000.0)
     gt_rate = r.number("ground_truth_rate", 0.0, 100.0, low_open=True)
     js_rate = r.number("joint_state_rate", 0.0, 500.0, low_open=True)
+    expert_truth_dir = r.string("expert_truth_dir")
     blocks, bowls, heavy = r.strings("sim.block_colors"), r.strings("sim.bowl_colors"), r.strings("sim.heavy_blocks")
     matching = r.boolean("sim.matching_bowls")
     domain = DomainSettings(
@@ -88,5 +90,6 @@ def settings_from_parameters(p: Mapping[str, object]) -> SimSettings:
         camera_mode=mode, image_width=width, image_height=height, camera_rate=camera_rate, fovy_deg=fovy,
         real_time_factor=rtf, timestep=timestep, contact_force=contact_force, protective_stop_force=protective,
         ground_truth_rate=gt_rate, joint_state_rate=js_rate, num_blocks=num_blocks, num_bowls=num_bowls, domain=domain,
+        expert_truth_dir=expert_truth_dir,
         unused=tuple(r.unused(ignore=("use_sim_time", "start_type_description_service", "llm"))),
     )

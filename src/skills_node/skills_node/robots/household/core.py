@@ -2,6 +2,9 @@
 symbolic worlds' base."""
 from __future__ import annotations
 
+from typing import Any
+
+from monologue_domain.expert.household import WORLD, scene_to_json
 from monologue_domain.kitchen.household import HOUSEHOLD_SKILLS, HouseholdWorld
 from monologue_domain.kitchen.skills import PreconditionError
 from monologue_domain.skills import Affordance
@@ -21,3 +24,8 @@ class HouseholdBackend(SymbolicBackend[HouseholdWorld]):
 
     def _refusal(self, pre: PreconditionError) -> str:
         return f"{pre.text} (CAPE difficulty {pre.difficulty})"
+
+    def expert_extra(self) -> dict[str, Any]:
+        """The scene's fixed part (rooms, doors, things, hands) for the expert stand-in's truth (llm:=expert)."""
+        with self._lock:
+            return {WORLD: scene_to_json(self._world.scene, self._world.hands)}

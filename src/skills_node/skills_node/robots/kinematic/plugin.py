@@ -11,6 +11,7 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from monologue_common.core.settings import ParamReader
 from monologue_domain.kinematic_world import PlaceNoise, TabletopWorld
@@ -74,7 +75,26 @@ def create(host: BackendHost, s: KinematicSettings) -> BackendHandle:
     truth = DomainTruth.create(s.domain, s.spec, s.seed)
     if truth is not None:
         on_change = _truth_publisher(host, world, truth)
-    return BackendHandle(SimBackend(world, host.logger("skills.sim"), s.phase_duration, on_change=on_change))
+    backend = SimBackend(world, host.logger("skills.sim"), s.phase_duration, on_change=on_change)
+    if truth is not None:
+        add_expert_extra(backend, world, truth)
+    return BackendHandle(backend)
+
+
+def add_expert_extra(backend: SimBackend, world: TabletopWorld, truth: DomainTruth) -> None:
+    """llm:=expert: the domain's hidden truth (DomainTruth.to_json, plus `order`: the objects in the scene's
+    order, which world.json's sorted keys lose) as world.json's `extra["statler"]`
+    (the skills node calls `expert_extra()` on every ground-truth publication), over any extra the backend
+    already gives. Read under the backend's world lock: a skill's move and its settle are never half seen."""
+    base = getattr(backend, "expert_extra", None)
+
+    def extra() -> dict[str, Any]:
+        out: dict[str, Any] = dict(base()) if callable(base) else {}
+        with backend.world_lock:
+            out["statler"] = {**truth.to_json(world), "order": [o.name for o in world.objects]}
+        return out
+
+    setattr(backend, "expert_extra", extra)  # noqa: B010 - an instance's optional hook (skills_node.node)
 
 
 def _truth_publisher(host: BackendHost, world: TabletopWorld, truth: DomainTruth) -> Callable[[], None]:

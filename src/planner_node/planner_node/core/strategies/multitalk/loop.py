@@ -22,7 +22,7 @@ typed transcript event whose data holds `multitalk: <stage>`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -213,9 +213,8 @@ def _scored_answer(run: _Run, llm: LLMBackend, prompt: str) -> str:
 
 def _grammar(run: _Run, role: str) -> str | None:
     """The GBNF grammar of `role`'s answer when `multitalk.constrained` (None otherwise); the Planner's
-    coordinates are the perceived centres as the prompt shows them (`grammar_coordinates: scene`) and, for
-    move, the objects' tops (to stack); grasp's only those of objects that are neither bowls nor locations;
-    `grammar_plan: pairs`: grasp / move pairs."""
+    coordinates are the scene's points (`grammar_coordinates: scene`, `planner_points`); `grammar_plan:
+    pairs`: grasp / move pairs."""
     if not run.s.constrained:
         return None
     if role == "analyzer":
@@ -223,13 +222,26 @@ def _grammar(run: _Run, role: str) -> str | None:
     pairs = run.s.grammar_plan == "pairs"
     if run.s.grammar_coordinates != "scene" or not run.boxes:
         return planner_grammar(pairs=pairs)
+    targets, graspable = planner_points(run.boxes, run.s.digits)
+    return planner_grammar(targets, graspable, pairs)
 
+
+def planner_points(boxes: Sequence[Box], digits: int) -> tuple[list[str], list[str]]:
+    """The coordinates a constrained Planner may write, as the prompt renders them (`x, y, z`, m): for move
+    every box's centre, every object's top (to stack on it) and, for a pile the plan itself builds, the
+    points k object heights above where a move to a box (or a location) puts an object (k = 1 .. the
+    graspable objects - 1: stacking on a block moved earlier in the plan); for grasp the centres of the
+    objects that are neither bowls nor locations."""
     def point(c: tuple[float, float, float]) -> str:
-        return ", ".join(fmt(v, run.s.digits) for v in c)
+        return ", ".join(fmt(v, digits) for v in c)
 
-    graspable = [point(b.center) for b in run.boxes if b.category not in (LOCATION, "bowl")]
-    targets = dict.fromkeys([point(b.center) for b in run.boxes] + [point(target_point(b)) for b in run.boxes])
-    return planner_grammar(list(targets), graspable, pairs)  # objects' tops too: stacking
+    objects = [b for b in boxes if b.category not in (LOCATION, "bowl")]
+    heights = sorted({b.size[2] for b in objects if b.size[2] > 0})
+    targets = [point(b.center) for b in boxes] + [point(target_point(b)) for b in boxes]
+    for b in boxes:
+        x, y, z = target_point(b)
+        targets += [point((x, y, z + k * h)) for h in heights for k in range(1, len(objects))]
+    return list(dict.fromkeys(targets)), [point(b.center) for b in objects]
 
 
 class _Canceled(Exception):
@@ -459,4 +471,4 @@ def _rejected(run: _Run) -> None:
         run.rejected_plans.append(run.plan_lines)
 
 
-__all__ = ["STAGE", "InvalidMultitalkEpisode", "is_approval", "run_multitalk"]
+__all__ = ["STAGE", "InvalidMultitalkEpisode", "is_approval", "planner_points", "run_multitalk"]

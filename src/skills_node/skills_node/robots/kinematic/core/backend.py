@@ -44,6 +44,11 @@ class SimBackend:
     def world(self) -> TabletopWorld:
         return self._world
 
+    @property
+    def world_lock(self) -> threading.RLock:
+        """Held while the world changes (a skill's move and its settle): hold it to read a consistent world."""
+        return self._lock
+
     def skill_names(self) -> Sequence[str]:
         return self.SKILLS
 

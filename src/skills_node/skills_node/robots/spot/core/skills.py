@@ -45,7 +45,7 @@ from monologue_domain.scene import SceneObject
 from monologue_domain.skills import Affordance, SkillError, SkillOutcome, SkillState
 from skills_node.core.arm import FaultKind, MotionInterrupted, MotionRefused
 from skills_node.core.backend import FeedbackFn
-from skills_node.core.safety import ApprovalGate
+from skills_node.core.safety import Approval, ApprovalGate
 
 Pose2 = tuple[float, float, float]  # x m, y m, yaw rad
 Vec3 = tuple[float, float, float]  # m
@@ -338,8 +338,7 @@ class SpotKitchenSkills:
         self._s = s
         self._scene = scene
         self._log = logger
-        self._approval = approval
-        self._approval_timeout_s = approval_timeout_s
+        self._approval = Approval(approval, approval_timeout_s)
         self._on_change = on_change
         self._busy = threading.Lock()
         self._lock = threading.Lock()  # belief bookkeeping
@@ -618,7 +617,7 @@ class SpotKitchenSkills:
         if pre is not None:
             raise _Done(SkillError.PRECONDITION_FAILED, pre.explicit, pre.text)
         what = skill_text(skill, a) if skill in KITCHEN_SKILLS else skill
-        if self._approval is not None and not self._approval.approve(what, self._approval_timeout_s):
+        if not self._approval.granted(what):
             raise _Done(SkillError.PRECONDITION_FAILED, "a person did not approve the skill; nothing moved",
                         "a person approves the motion")
         if cancel.is_set():

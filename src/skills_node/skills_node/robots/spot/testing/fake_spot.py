@@ -64,7 +64,7 @@ from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc  # type: ignore[import-untyped, unused-ignore]
 import numpy as np
@@ -103,6 +103,8 @@ from bosdyn.client import frame_helpers  # type: ignore[import-untyped, unused-i
 from bosdyn.client.math_helpers import Quat, SE2Pose, SE3Pose  # type: ignore[import-untyped, unused-ignore]
 
 from .fake_spot_world import BODY_HEIGHT, FakeKitchen, nearest
+
+T = TypeVar("T")
 
 AUTHORITY = "api.spot.robot"
 EPOCH = "fake-spot-epoch"
@@ -352,24 +354,24 @@ class FakeSpot:
             self._s.localized = True
 
     # -- observation -----------------------------------------------------------------------------
+    def _now(self, read: Callable[[], T]) -> T:
+        """`read()` of the state advanced to now (motions in progress moved on), under the lock."""
+        with self._lock:
+            self._advance()
+            return read()
+
     @property
     def body_pose(self) -> Pose2:
         """odom_T_body now (x m, y m, yaw rad)."""
-        with self._lock:
-            self._advance()
-            return self._body_now()
+        return self._now(self._body_now)
 
     @property
     def hand_pose(self) -> HandPose:
-        with self._lock:
-            self._advance()
-            return self._s.hand
+        return self._now(lambda: self._s.hand)
 
     @property
     def holding(self) -> bool:
-        with self._lock:
-            self._advance()
-            return self._holding()
+        return self._now(self._holding)
 
     def set_body_pose(self, pose: Pose2) -> None:
         """Teleport (a test's setup): odom_T_body."""
@@ -391,9 +393,7 @@ class FakeSpot:
 
     @property
     def standing(self) -> bool:
-        with self._lock:
-            self._advance()
-            return self._s.standing
+        return self._now(lambda: self._s.standing)
 
     @property
     def estopped(self) -> bool:

@@ -467,18 +467,18 @@ class RTDEIOInterface:
         self._gen = controller._construct("RTDEIOInterface", hostname)
 
     def setStandardDigitalOut(self, output_id: int, signal_level: bool) -> bool:  # noqa: N802
-        if not 0 <= output_id <= 7:
-            raise ValueError("The value is not within [0;7]")
-        self._c._gate(self._gen)
-        self._c._record("setStandardDigitalOut", output_id, signal_level)
-        return self._c._set_output("standard", output_id, signal_level)
+        return self._digital_out("setStandardDigitalOut", "standard", 7, output_id, signal_level)
 
     def setToolDigitalOut(self, output_id: int, signal_level: bool) -> bool:  # noqa: N802
-        if not 0 <= output_id <= 1:
-            raise ValueError("The value is not within [0;1]")
+        return self._digital_out("setToolDigitalOut", "tool", 1, output_id, signal_level)
+
+    def _digital_out(self, command: str, bank: str, last_id: int, output_id: int, signal_level: bool) -> bool:
+        """ur_rtde's range check (outputs 0..last_id), then the command on the controller."""
+        if not 0 <= output_id <= last_id:
+            raise ValueError(f"The value is not within [0;{last_id}]")
         self._c._gate(self._gen)
-        self._c._record("setToolDigitalOut", output_id, signal_level)
-        return self._c._set_output("tool", output_id, signal_level)
+        self._c._record(command, output_id, signal_level)
+        return self._c._set_output(bank, output_id, signal_level)
 
     def isConnected(self) -> bool:  # noqa: N802
         return self._c.connected and self._gen == self._c.generation
