@@ -60,6 +60,10 @@ class ActionClient(_RclpyActionClient):
                 self._status_seen[bytes(status.goal_info.goal_id.uuid)] = int(status.status)
         await super().execute(taken_data)  # type: ignore[no-untyped-call]
 
+    def last_status(self, goal_id: Any) -> int | None:
+        """The last status (action_msgs/GoalStatus) the server published for `goal_id`, or None."""
+        return self._status_seen.get(bytes(goal_id.uuid))
+
     def goal_handle_from_status(self, goal_id: Any) -> ClientGoalHandle | None:
         """An accepted handle for the goal `goal_id` (unique_identifier_msgs/UUID, as given to
         send_goal_async) if the server's status lists it although its goal response never came; None

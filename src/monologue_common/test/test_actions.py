@@ -168,3 +168,45 @@ def test_a_goal_whose_response_was_lost_is_followed_from_the_server_status(graph
     release.set()
     result = _wait(result_future, 5.0, "result of the recovered goal")
     assert result.result.error_msg == "done"
+
+
+class _LosesFirstResultResponse(_SlowSendHandle):
+    """The client's rcl handle, whose first result response is taken and dropped (Fast DDS: "failed to send
+    response (timeout)" on a loaded machine)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "take_result_response" and "dropped result response" not in self.sent:
+            real = getattr(self._handle, name)
+
+            def drop(*args: Any) -> Any:
+                taken = real(*args)
+                if taken != (None, None) and taken is not None:
+                    self.sent.append("dropped result response")
+                    return (None, None)
+                return taken
+            return drop
+        return super().__getattr__(name)
+
+
+def test_a_lost_result_is_asked_for_again_once_the_status_shows_the_goal_finished(graph: Any) -> None:
+    import uuid
+
+    from unique_identifier_msgs.msg import UUID
+
+    from monologue_interfaces.action import ExecuteSkill
+
+    node, _executor, release = graph
+    client, lossy = _client_through(node, _LosesFirstResultResponse)
+    goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+    handle = _wait(client.send_goal_async(ExecuteSkill.Goal(skill="pick", args=["a"]), goal_uuid=goal_id), 5.0,
+                   "goal response")
+    first = handle.get_result_async()
+    release.set()
+    deadline = time.monotonic() + 5.0
+    while client.last_status(goal_id) != 4 and time.monotonic() < deadline:  # GoalStatus.STATUS_SUCCEEDED
+        time.sleep(0.05)
+    assert client.last_status(goal_id) == 4
+    time.sleep(0.5)
+    assert not first.done() and "dropped result response" in lossy.sent  # the server answered; it was lost
+    result = _wait(handle.get_result_async(), 5.0, "result asked again")  # what run_episode does after 5 s
+    assert result.result.error_msg == "done"

@@ -22,6 +22,8 @@ GROUND_TRUTH_TOPIC = "sim/ground_truth"  # the simulator's (or kinematic tableto
 SCENE_TOPIC = "scene/description"  # what perception sees (every robot)
 _CLIENT_IDS = itertools.count()  # one node name per run_episode call (rosout wants unique names)
 GOAL_RESPONSE_GRACE_S = 5.0  # s: after this long without a goal response, the server's status may answer
+RESULT_RESPONSE_GRACE_S = 5.0  # s: after this long with the goal finished and no result, the result is asked again
+FINISHED = frozenset({4, 5, 6})  # action_msgs/GoalStatus: SUCCEEDED, CANCELED, ABORTED
 
 
 def run_episode(
@@ -102,12 +104,22 @@ def run_episode(
             raise RuntimeError("the planner rejected the instruction")
         result_future = handle.get_result_async()
         deadline = time.monotonic() + timeout_s
+        ended: float | None = None  # s (monotonic), when the server's status first showed the goal finished
         while not result_future.done():
             if time.monotonic() > deadline:
                 handle.cancel_goal_async()
                 executor.spin_once(timeout_sec=1.0)
                 raise TimeoutError(f"episode did not finish within {timeout_s:.0f} s; cancelled")
             executor.spin_once(timeout_sec=0.1)
+            # A result response can be lost too (Fast DDS: "failed to send response (timeout)" on a loaded
+            # machine): once the status shows the goal finished and no result came, ask for it again.
+            if client.last_status(goal_id) in FINISHED and not result_future.done():
+                ended = ended or time.monotonic()
+                if time.monotonic() - ended > RESULT_RESPONSE_GRACE_S:
+                    logging.getLogger("monologue_eval").warning(
+                        "the planner's result response was lost; its status shows the goal finished: asking again")
+                    result_future = handle.get_result_async()
+                    ended = time.monotonic()
         result = result_future.result().result
         before, before_seen = len(truth), len(seen)
         end = time.monotonic() + 5.0  # s; feedback may still be in flight after the result
