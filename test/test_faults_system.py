@@ -184,7 +184,7 @@ class Probe(GraphPeer):
         from monologue_interfaces.action import ExecuteInstruction
         from monologue_interfaces.msg import SceneDescription
 
-        super().__init__("faults_probe", MultiThreadedExecutor(num_threads=2))
+        super().__init__("faults_probe", lambda: MultiThreadedExecutor(num_threads=2))
         self.truth: list[Any] = []
         self.progress: dict[str, Any] = {}
         self.events: list[Any] = []

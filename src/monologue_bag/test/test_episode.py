@@ -167,6 +167,16 @@ def test_first_divergence_names_the_first_differing_event() -> None:
     assert first_divergence([_ev(0, "SUCCESS", "S", success=True)], [_ev(0, "SUCCESS", "S", success=1)]) is not None
 
 
+def test_data_keys_added_since_a_recording_are_not_a_divergence_but_other_new_keys_are() -> None:
+    old = [_ev(0, "EPISODE_END", "done", success=True)]
+    newer = [_ev(0, "EPISODE_END", "done", success=True, decisions=3, single_candidate=0)]
+    assert first_divergence(old, newer) is None  # the recording predates the counts
+    assert first_divergence(newer, [_ev(0, "EPISODE_END", "done", success=True, decisions=4,
+                                        single_candidate=0)]) is not None  # recorded: compared
+    d = first_divergence(old, [_ev(0, "EPISODE_END", "done", success=True, surprise=1)])
+    assert d is not None and d.reason == "data ['surprise']"
+
+
 def test_recorded_skills_answer_in_order_and_refuse_other_goals(run: Path, log: logging.Logger) -> None:
     with Bag(run) as bag:
         rec = read_recording(bag, log)

@@ -51,13 +51,14 @@ class GraphPeer:
     rclpy is initialised for it, and close() shuts everything down. The test spins `ex` itself, or
     calls spin_in_background() once its subscriptions exist."""
 
-    def __init__(self, name: str, executor: Executor | None = None) -> None:
+    def __init__(self, name: str, executor: Callable[[], Executor] | None = None) -> None:
+        """`executor` makes the executor (called after rclpy.init: an executor needs an initialised context)."""
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
 
         rclpy.init()
         self.node = rclpy.create_node(name)
-        self.ex = executor if executor is not None else SingleThreadedExecutor()
+        self.ex = executor() if executor is not None else SingleThreadedExecutor()
         self.ex.add_node(self.node)
         self._thread: threading.Thread | None = None
 
