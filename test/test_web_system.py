@@ -178,6 +178,16 @@ class _TestNode(GraphPeer):
         assert future.done(), f"no skill result within {timeout_s} s"
         return future.result().result
 
+    def action_served(self, name: str, served: bool, timeout_s: float) -> bool:
+        """Whether the graph comes to show (served) or stop showing a server of the `name` action within
+        timeout_s (s)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if (self.node.count_services(f"/{name}/_action/send_goal") > 0) == served:
+                return True
+            self.ex.spin_once(timeout_sec=0.1)
+        return False
+
     def publish_scene_and_image(self) -> None:
         from sensor_msgs.msg import Image
 
@@ -245,6 +255,8 @@ def test_estop_button_latches_and_control_needs_the_token(ros_domain: int, brows
         page.wait_for_function("document.querySelector('#message').textContent === 'e-stop reset'",
                                timeout=15000)
 
+        # the robot's questions are served while the page is open (and only then, see the end)
+        assert ros.action_served("ask_human", True, 15.0), "no ask_human server while the page is open"
         # the approval gate (approval.mode skill) asks in the page: deny refuses the skill, approve runs it
         result = ros.execute_skill("home")
         page.wait_for_selector("#approval-box:not([hidden])", timeout=30000)
@@ -274,6 +286,11 @@ def test_estop_button_latches_and_control_needs_the_token(ros_domain: int, brows
         page.wait_for_selector("#bags tbody tr[data-bag=sim_demo]", timeout=10000)
         row = page.text_content("#bags tbody tr[data-bag=sim_demo]")
         assert "2516" in row and "43.4 s" in row and "/monologue/transcript" in row
+        # with no page open, the console serves neither ask_human nor the approvals: another person-facing
+        # server (monologue-human) is then the only one, and no rejection races its answer
+        page.goto("about:blank")
+        assert ros.action_served("ask_human", False, 15.0), "ask_human still served with no page open"
+        assert ros.action_served("approve_motion", False, 15.0), "approvals still served with no page open"
     finally:
         print("\n".join(lines[-80:]))  # shown when the test fails
         ros.close()

@@ -3,8 +3,8 @@
 Subscribes to the transcript, the step scores (with tokens and latency), robot/status, the skills'
 action feedback, the scene description (top view) and the camera images, and serves the page with
 uvicorn in a thread. Control from the page: the `execute_instruction` action, interjections on
-`human/input`, answers to the `ask_human` action it serves, approve / deny on the skills node's approval
-action it serves, `true` on `estop` and the `estop_reset` service.
+`human/input`, answers to the `ask_human` action and approve / deny on the skills node's approval action
+(both served only while a page is open), `true` on `estop` and the `estop_reset` service.
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ _KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptE
 _STATUS_FIELDS = ("backend", "ok", "connected", "estop_latched", "estop_reason", "protective_stop",
                   "emergency_stop", "robot_mode_name", "safety_mode_name", "fault", "holding")
 T = TypeVar("T")
+_SERVE_PERIOD_S = 0.2  # s between checks whether a page is open (the person-facing servers follow it)
 
 
 class _Waiting(Generic[T]):
@@ -112,16 +113,17 @@ class WebNode(Node):
         self._goal_lock = threading.Lock()
         self._answers: _Waiting[str] = _Waiting()
         self._approvals: _Waiting[bool] = _Waiting()
-        # Served only while a page is open: with nobody watching, the planner goes on as if nobody served
-        # ask_human, and the skills node's approval gate is refused (nothing moves).
-        def while_watched(_goal: Any) -> GoalResponse:
-            return GoalResponse.ACCEPT if self.state.viewers else GoalResponse.REJECT
-
-        for serve, action, execute in ((s.serve_ask_human, "ask_human", self._ask),
-                                       (s.serve_approvals, s.approval_action, self._approve)):
-            if serve:
-                ActionServer(self, AskHuman, action, execute_callback=execute, callback_group=calls,
-                             goal_callback=while_watched, cancel_callback=lambda _g: CancelResponse.ACCEPT)
+        # The robot's questions and the approval gate are served only while a page is open. With nobody
+        # watching, the servers do not exist, so another server of the same action (monologue-human, a
+        # test's person) is the only one: two servers of one action race, and the first goal response wins.
+        self._person_actions = [(name, execute) for serve, name, execute in
+                                ((s.serve_ask_human, "ask_human", self._ask),
+                                 (s.serve_approvals, s.approval_action, self._approve)) if serve]
+        self._person_servers: dict[str, ActionServer] = {}
+        self._person_lock = threading.Lock()
+        self._asking = 0  # requests being shown in the page now
+        self._person_group = calls
+        self.create_timer(_SERVE_PERIOD_S, self._serve_while_watched, callback_group=MutuallyExclusiveCallbackGroup())
         access = Access(s, os.environ)
         app = create_app(self.state, self, access, s.transcript_dir, self.log, bag_dirs=s.bag_dirs,
                          camera=self.camera_jpeg)
@@ -213,6 +215,31 @@ class WebNode(Node):
         self._jpeg = (key, data)
         return data
 
+    def _serve_while_watched(self) -> None:
+        """Create the person-facing action servers when a page opens; destroy them when the last page
+        has closed and no request is showing."""
+        with self._person_lock:
+            watched, busy = self.state.viewers > 0, self._asking > 0
+            for name, execute in self._person_actions:
+                server = self._person_servers.get(name)
+                if watched and server is None:
+                    self._person_servers[name] = ActionServer(
+                        self, AskHuman, name, execute_callback=execute, callback_group=self._person_group,
+                        goal_callback=self._while_watched, cancel_callback=lambda _g: CancelResponse.ACCEPT)
+                    self.log.info("a page is open: serving %s", name)
+                elif not watched and not busy and server is not None:
+                    server.destroy()
+                    del self._person_servers[name]
+                    self.log.info("no page is open: %s no longer served", name)
+
+    def serving(self) -> list[str]:
+        """The person-facing actions served now."""
+        with self._person_lock:
+            return sorted(self._person_servers)
+
+    def _while_watched(self, _goal: Any) -> GoalResponse:
+        return GoalResponse.ACCEPT if self.state.viewers else GoalResponse.REJECT
+
     def _approve(self, goal: ServerGoalHandle) -> AskHuman.Result:
         return self._ask_person(goal, self._approvals, self.state.on_approval, self.state.clear_approval,
                                 lambda ok: "yes" if ok else "no")
@@ -231,6 +258,8 @@ class WebNode(Node):
         """Show the request on the page (the newest one is the one the page answers) and wait for the
         reply, at most the request's timeout (s; the configured one if it gives none)."""
         req: AskHuman.Goal = goal.request
+        with self._person_lock:
+            self._asking += 1
         rid, replies = waiting.open()
         timeout = float(req.timeout) or self.settings.answer_timeout_s
         show(rid, req.question, timeout)
@@ -244,6 +273,8 @@ class WebNode(Node):
         finally:
             waiting.close(rid)
             clear(rid)
+            with self._person_lock:
+                self._asking -= 1
 
     # ---- Controls (called from the web server's threads) -------------------------------------------
     def send_instruction(self, text: str, strategy: str) -> str:
