@@ -8,7 +8,7 @@ SHELL := /bin/bash
 ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 ARGS ?=
 
-.PHONY: help setup deps build demo bench report test test-fast lint fix lock clean distclean reliability screenshot
+.PHONY: help setup deps build demo bench report test test-fast lint fix lock clean distclean reliability screenshot finetune
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(ROOT)/Makefile | awk -F':.*## ' '{ printf "  make %-10s %s\n", $$1, $$2 }'
@@ -42,6 +42,21 @@ test: setup ## lint, type-check and run all tests
 
 test-fast: setup ## the developer loop: lint, type-check and the unit tests on 2 workers (no graphs, no LLM)
 	bash $(ROOT)/scripts/run_tests.sh --fast $(ARGS)
+
+# The tuned embedded planner (issue 30): expert data -> LoRA training (CPU, fixed seed; 200 steps of 4 examples
+# is what 2 idle cores train in ~80 min, measured 0.083 examples per CPU-second; the time budget stops it, with its
+# checkpoint, if the machine is slower) -> GGUF LoRA adapter into monologue_llm/adapters/ (llm:=embedded_tuned).
+# ARGS go to the training (e.g. ARGS='--mlp --max-steps 100'; later options win), DATA_ARGS to the data generator.
+ifndef FINETUNE_OUT
+FINETUNE_OUT := runs/tune/finetune-$(shell date +%Y%m%d-%H%M%S)
+endif
+DATA_ARGS ?=
+finetune: setup ## data + LoRA training + GGUF export of the tuned planner (ARGS=... to train, DATA_ARGS=... to data; docs/llm.md)
+	cd $(ROOT) && . scripts/env.sh && \
+	  python -m monologue_eval.tune data --out $(FINETUNE_OUT)/data $(DATA_ARGS) && \
+	  python -m monologue_eval.tune train --data $(FINETUNE_OUT)/data --out $(FINETUNE_OUT)/train --max-steps 200 --time-budget-min 80 $(ARGS) && \
+	  python -m monologue_eval.tune export --adapter $(FINETUNE_OUT)/train/adapter \
+	    --out src/monologue_llm/monologue_llm/adapters/gemma3-270m-planner-lora.gguf
 
 screenshot: setup ## regenerate docs/images/monitor.png: the web monitor during a MuJoCo episode (ARGS='--seed N')
 	cd $(ROOT) && . scripts/env.sh && python scripts/screenshot.py $(ARGS)

@@ -2,11 +2,13 @@
 
     ros2 launch monologue_bringup monologue.launch.py [robot:=sim] [llm:=embedded] [log_level:=info]
                                                       [record:=<bag dir>] [web:=true] [foxglove:=true]
+                                                      [secure:=true keystore:=<dir>]
 
 The node list and parameter files come from monologue_bringup.graph and the launch arguments from
 monologue_bringup.up.LAUNCH_ARGUMENTS: the same description and arguments as `monologue-up` on
 pip-only machines. As there, a node that exits ends the whole launch, and a record:= directory that
-already holds a bag is refused.
+already holds a bag is refused. secure:=true runs each node in its SROS2 enclave (/monologue/<node>)
+of keystore:= (docs/security.md); a missing keystore or enclave is refused before anything starts.
 """
 import os
 import tempfile
@@ -35,7 +37,8 @@ from monologue_bringup.graph import (
     params_files,
     record_params,
 )
-from monologue_bringup.up import LAUNCH_ARGUMENTS, record_dir_error, scene_params
+from monologue_bringup.security import enclave_args, enclave_name, keystore_problems, security_env
+from monologue_bringup.up import LAUNCH_ARGUMENTS, record_dir_error, scene_params, security_keystore
 
 
 def _nodes(context, *args, **kwargs):
@@ -53,9 +56,18 @@ def _nodes(context, *args, **kwargs):
     if llm == EXPERT:  # the stand-in's side channel: a fresh directory the simulator writes, the planner reads
         for name, params in expert_params(robot, tempfile.mkdtemp(prefix="monologue-expert-"), config_dir).items():
             scene.setdefault(name, {}).update(params)
+    specs = graph_for(robot, LIVE, record=bool(record), config_dir=config_dir, web=values["web"] == "true",
+                      foxglove=values["foxglove"] == "true")
+    keystore = security_keystore(values)  # secure:=true: each node in its enclave, or nothing starts
+    if keystore is not None:
+        problems = keystore_problems(keystore, [s.name for s in specs])
+        if problems:
+            raise RuntimeError(f"secure:=true keystore:={keystore}: {'; '.join(problems)}")
     actions = []
-    for spec in graph_for(robot, LIVE, record=bool(record), config_dir=config_dir, web=values["web"] == "true",
-                          foxglove=values["foxglove"] == "true"):
+    for spec in specs:
+        # the override too: one inherited from the shell would otherwise win over --enclave
+        secured = ({"additional_env": {**security_env(keystore), "ROS_SECURITY_ENCLAVE_OVERRIDE": enclave_name(spec.name)}}
+                   if keystore is not None else {})
         node = Node(
             package=spec.package,
             executable=spec.executable,
@@ -63,7 +75,9 @@ def _nodes(context, *args, **kwargs):
             output="screen",
             parameters=files + [node_overrides(spec, config_dir, robot), scene.get(spec.name, {}),
                                 _typed(recording.get(spec.name, {}))],
-            arguments=["--ros-args", "--log-level", log_level],
+            arguments=["--ros-args", "--log-level", log_level,
+                       *(enclave_args(spec.name) if keystore is not None else [])],
+            **secured,
         )
         # A node that exits (crash or not) ends the whole graph, as in monologue-up.
         stop = Shutdown(reason=f"node {spec.name} exited; stopping the graph")

@@ -85,6 +85,12 @@ _monologue_env() {
     case ":$PATH:" in *":$eval_bin:"*) ;; *) export PATH="$eval_bin:$PATH" ;; esac
   fi
 
+  # monologue_web's console scripts (monologue-web-cert; docs/web.md).
+  local web_bin="$root/install/monologue_web/lib/monologue_web"
+  if [ -d "$web_bin" ]; then
+    case ":$PATH:" in *":$web_bin:"*) ;; *) export PATH="$PATH:$web_bin" ;; esac
+  fi
+
   [ "$restore_u" = 1 ] && set -u
 
   if [ ! -t 1 ]; then

@@ -49,7 +49,7 @@ ROS_CLIENT = ("rclpy",)
 # White-box modules (with their sub-modules): they may import node packages' internals; only they import each other.
 WHITE_BOX = ("monologue_eval.benchmarks", "monologue_eval.reliability", "monologue_eval.test.reliability")
 RCLPY_ADAPTERS = frozenset({"monologue_common.runtime", "monologue_common.qos", "monologue_common.params",
-                            "monologue_common.actions"})
+                            "monologue_common.actions", "monologue_common.dedicated"})
 
 
 @dataclass(frozen=True)

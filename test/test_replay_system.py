@@ -31,7 +31,7 @@ def test_fixture_is_small_and_opens_with_rosbags_and_mcap() -> None:
 
     size = sum(p.stat().st_size for p in FIXTURE.rglob("*") if p.is_file())
     assert size < 20e6
-    with Bag(FIXTURE) as bag:  # rosbags checks every schema's RIHS01 hash on open
+    with Bag(FIXTURE) as bag:  # a type's RIHS01 hash is checked when it is first decoded
         counts = {t: i.count for t, i in bag.topics.items()}
         assert counts["/monologue/transcript"] >= 8 and counts["/sim/ground_truth"] > 100
         for m in bag.messages(["/monologue/transcript", "/skills/affordances", "/execute_skill/_action/status"]):
@@ -55,8 +55,8 @@ def test_bag_info_prints_the_transcript_and_statistics() -> None:
 @pytest.mark.parametrize("container", [False, True], ids=["process_per_node", "in_process"])
 def test_fixture_replays_to_the_identical_transcript_and_so_does_its_recorded_replay(
         ros_domain: int, tmp_path: Path, container: bool) -> None:
-    """In both process modes: a process per node (the `replay` function's default), and the whole graph in
-    one process (the command line's default; run as the command, so the in-process graph ends with it)."""
+    """In both process modes: a process per node (the `replay` function with container=False), and the whole
+    graph in one process (the default; run as the command, so the in-process graph ends with it)."""
     from monologue_eval.replay import replay
 
     again = tmp_path / "replayed"
@@ -67,7 +67,7 @@ def test_fixture_replays_to_the_identical_transcript_and_so_does_its_recorded_re
     else:
         lines: list[str] = []
         rc = replay(FIXTURE, rate=RATE, config_dir=REPO / "config", record=again, sink=lines.append,
-                    say=lines.append)
+                    say=lines.append, container=False)
         text = "\n".join(lines)
     assert rc == 0, text[-6000:]
     assert "== episode 1: identical transcript (8 events)" in text
@@ -78,7 +78,8 @@ def test_fixture_replays_to_the_identical_transcript_and_so_does_its_recorded_re
         assert out.returncode == 0, (out.stdout + out.stderr)[-6000:]
     else:
         lines = []
-        rc = replay(again, rate=2.0, config_dir=REPO / "config", sink=lines.append, say=lines.append)
+        rc = replay(again, rate=2.0, config_dir=REPO / "config", sink=lines.append, say=lines.append,
+                    container=False)
         assert rc == 0, "\n".join(lines)[-6000:]
 
 

@@ -34,6 +34,8 @@ setup(
         'console_scripts': [
             'monologue-up = monologue_bringup.up:main',
             'monologue-human = monologue_bringup.human:main',
+            'monologue-keystore = monologue_bringup.keystore:main',
+            'monologue-keys = monologue_bringup.keystore:main',
         ],
     },
 )

@@ -6,6 +6,8 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
+    # the shipped LoRA adapters of the embedded model and their model card (config/llm/embedded_tuned.yaml)
+    package_data={package_name: ['adapters/*.gguf', 'adapters/*.md']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -22,6 +22,7 @@ setup(
         'console_scripts': [
             'monologue_web = monologue_web.node:main',
             'foxglove_bridge = monologue_web.foxglove_bridge:main',
+            'monologue-web-cert = monologue_web.core.certs:main',
         ],
     },
 )

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,10 @@ class PlayerNode(TypedNode):
             topics = selection.wanted(bag.topics)
             if not topics:
                 self.get_logger().warning(f"none of {selection.patterns} is in {path}; publishing nothing")
-            messages = self._migrated(bag, topics, list(bag.messages(topics)))
+            messages = list(bag.messages(topics))
+            self._converted: dict[int, bytes] = {}  # id(BagMessage) -> its data re-encoded in the installed type
+            self._stale = self._stale_topics(bag, topics, messages)
+            self._decode = bag.decoder()
             start_ns = bag.start_ns
             recording = read_recording(bag, log) if self._episode else None
             qos = {t: bag.topics[t].qos for t in topics}
@@ -91,10 +94,13 @@ class PlayerNode(TypedNode):
         self._thread.start()
         self.get_logger().info(f"playing {len(messages)} messages on {topics} from {path} at rate {opts.rate}")
 
-    def _migrated(self, bag: Bag, topics: list[str], messages: list[BagMessage]) -> list[BagMessage]:
-        """Messages of topics recorded with an older definition of their type (another type hash than
-        the installed one), re-encoded field by field into the installed type: an old bag keeps
-        replaying after an interface gains fields (they take their defaults)."""
+    def _stale_topics(self, bag: Bag, topics: list[str], messages: list[BagMessage]) -> dict[str, Any]:
+        """Topics recorded with an older definition of their type (another type hash than the installed
+        one) -> the installed message class. Their messages are re-encoded field by field into the
+        installed type when first published (_publish): an old bag keeps replaying after an interface
+        gains fields (they take their defaults). Converting all of them here took most of the player's
+        start-up; the first message of each is converted now, so a bag that cannot be converted still
+        fails at start-up."""
         defs = MessageDefinitions(share_dir)
         stale: dict[str, Any] = {}
         for t in topics:
@@ -108,20 +114,25 @@ class PlayerNode(TypedNode):
                 self.get_logger().warning(
                     f"{t}: recorded with another definition of {info.type_name} ({info.rihs01[:15]}..., installed "
                     f"{current[:15]}...); converting its {info.count} messages field by field")
-        if not stale:
-            return messages
-        out = []
-        for m in messages:
-            if m.topic in stale:
-                try:
-                    m = replace(m, data=serialize_message(to_message(bag.decode(m), stale[m.topic])))
-                except Exception as e:  # rosbags, the converter and rclpy's serializer raise several types
-                    raise ValueError(f"bag_player: cannot convert a recorded {m.type_name} on {m.topic}: {e}") from e
-            out.append(m)
-        return out
+        for t in stale:
+            first = next((m for m in messages if m.topic == t), None)
+            if first is not None:
+                self._convert(first, stale[t], bag.decode)
+        return stale
+
+    def _convert(self, m: BagMessage, cls: Any, decode: Callable[[BagMessage], Any]) -> bytes:
+        data = self._converted.get(id(m))
+        if data is None:
+            try:
+                data = serialize_message(to_message(decode(m), cls))
+            except Exception as e:  # rosbags, the converter and rclpy's serializer raise several types
+                raise ValueError(f"bag_player: cannot convert a recorded {m.type_name} on {m.topic}: {e}") from e
+            self._converted[id(m)] = data  # the playback keeps `m` (the id stays its own)
+        return data
 
     def _publish(self, m: BagMessage) -> None:
-        self._pubs[m.topic].publish(m.data)
+        cls = self._stale.get(m.topic)
+        self._pubs[m.topic].publish(m.data if cls is None else self._convert(m, cls, self._decode))
 
     def _run(self) -> None:
         while not self._stop.is_set():

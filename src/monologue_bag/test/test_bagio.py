@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -86,6 +87,63 @@ def test_rosbags_reads_back_every_message(bag_dir: Path) -> None:
         assert bag.custom_data == {"monologue.robot": "sim"}
         assert bag.cassette_path.is_file()
         assert list(bag.messages(["/not/recorded"])) == []
+
+
+def test_types_are_parsed_when_first_decoded_once_per_process_and_a_wrong_type_hash_is_refused(
+        bag_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A type's definition is parsed (and its deserializer generated) when a message of it is first decoded,
+    once per process, as a replay opens its bag twice; its recorded type hash is checked then, and the
+    cache is keyed by the hashes too, so a changed hash is still checked."""
+    from collections import OrderedDict
+
+    from monologue_bag.core import bagio
+
+    parsed: list[str] = []
+    parse = bagio._types_of
+
+    def counting(c: Any) -> Any:
+        parsed.append(c.msgtype)
+        return parse(c)
+
+    monkeypatch.setattr(bagio, "_BAG_TYPES", OrderedDict())
+    monkeypatch.setattr(bagio, "_types_of", counting)
+    texts = []
+    for _ in range(2):
+        with Bag(bag_dir) as bag:
+            texts.append([bag.decode(m).text for m in bag.messages(["/monologue/transcript"])])
+    assert parsed == [TRANSCRIPT] and texts == [["Scene: There is a red block."]] * 2
+    meta = bag_dir / "metadata.yaml"
+    text = meta.read_text()
+    digest = yaml.safe_load(text)["rosbag2_bagfile_information"]["topics_with_message_count"][0][
+        "topic_metadata"]["type_description_hash"]
+    meta.write_text(text.replace(digest, "RIHS01_" + "0" * 64))
+    with Bag(bag_dir) as bag:
+        message = next(bag.messages(["/monologue/transcript"]))
+        with pytest.raises(BagError, match="hash mismatch"):
+            bag.decode(message)
+    assert parsed == [TRANSCRIPT] * 2
+
+
+@pytest.mark.parametrize("which", ["written here", "the committed fixture"])
+def test_bags_read_as_rosbags_reads_them(bag_dir: Path, which: str) -> None:
+    """Bag parses metadata.yaml itself (libyaml; rosbags' ruamel took most of the time to open a small bag):
+    topics, hashes, counts, QoS, times and every message in order are what rosbags' AnyReader reads."""
+    from rosbags.highlevel import AnyReader
+
+    path = bag_dir if which == "written here" else Path(__file__).resolve().parents[3] / "test/fixtures/bags/sim_demo"
+    with Bag(path) as bag, AnyReader([path]) as ref:
+        assert {t: (i.type_name, i.count, i.rihs01, i.qos) for t, i in bag.topics.items()} == {
+            c.topic: (c.msgtype, c.msgcount, c.digest,
+                      QosSpec.from_rosbags(getattr(c.ext, "offered_qos_profiles", []))) for c in ref.connections}
+        assert (bag.start_ns, bag.end_ns) == (ref.start_time, ref.end_time)
+        assert [(m.topic, m.log_time_ns, m.data) for m in bag.messages()] == [
+            (c.topic, t, bytes(raw)) for c, t, raw in ref.messages()]
+        some = sorted(bag.topics)[:2]
+        assert [(m.topic, m.log_time_ns) for m in bag.messages(some)] == [
+            (c.topic, t) for c, t, _raw in ref.messages(connections=[c for c in ref.connections if c.topic in some])]
+    (bag_dir / "metadata.yaml").write_text("rosbag2_bagfile_information: [not, a, mapping\n")
+    with pytest.raises(BagError, match="cannot open bag"):
+        Bag(bag_dir)
 
 
 def test_mcap_reference_readers_decode_our_schemas(bag_dir: Path) -> None:

@@ -38,6 +38,7 @@ from monologue_common.params import node_arguments
 from monologue_common.runtime import (
     EXECUTOR_STOP_S,
     Component,
+    destroy_with_waitables,
     setup_process_logging,
     spin_until_shutdown,
     stop_executor,
@@ -104,6 +105,8 @@ def bounded(what: str, fn: Callable[[], object], timeout_s: float) -> bool:
 
 class Container(GraphRun):
     """The robot's graph (graph_for, or `nodes`) in this process; see the module doc."""
+
+    in_process = True  # one participant: a secured container runs in the /monologue/container enclave
 
     def _init_state(self) -> None:
         self.hosted: list[_Hosted] = []
@@ -217,4 +220,6 @@ class Container(GraphRun):
                 h.thread.join(max(deadline - time.monotonic(), 0.1))
                 if h.thread.is_alive():
                     log.warning("%s: executor still spinning after %.1f s", h.planned.name, timeout_s)
-            bounded(f"{h.planned.name} destroy_node", h.node.destroy_node, timeout_s)
+            # its action servers and clients too: rclpy's destroy_node leaves them, and they keep the
+            # node discoverable for as long as this process goes on
+            bounded(f"{h.planned.name} destroy_node", functools.partial(destroy_with_waitables, h.node), timeout_s)

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode
 from monologue_bag.core.layout import CASSETTE_FILE, TRANSCRIPTS_DIR
 from monologue_domain.robots import TABLE_FILE, Robot, load_robots
 
-LLMS: tuple[str, ...] = ("embedded", "openai", "expert")
+LLMS: tuple[str, ...] = ("embedded", "embedded_tuned", "openai", "expert")
 EXPERT = "expert"  # the expert stand-in: evaluation and tests on simulated robots only (config/llm/expert.yaml)
 
 # When a node runs: LIVE = with the robot or simulator; REPLAY = when a bag stands in for them

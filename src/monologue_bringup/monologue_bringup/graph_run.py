@@ -23,6 +23,7 @@ from .graph import (
     params_files,
     record_params,
 )
+from .security import CONTAINER, enclave_name, keystore_problems, security_env
 
 Sink = Callable[[str], None]
 
@@ -30,6 +31,8 @@ Sink = Callable[[str], None]
 class GraphRun:
     """The nodes of the robot's graph (graph_for, or `nodes`) and the parameters and environment each gets;
     Supervisor runs them as processes, Container (container.py) in this process. A context manager."""
+
+    in_process = False  # True: every node in this one process (one DDS participant, one SROS2 enclave)
 
     def __init__(
         self,
@@ -45,10 +48,13 @@ class GraphRun:
         record: Path | None = None,
         web: bool = False,
         foxglove: bool = False,
+        keystore: Path | None = None,
     ) -> None:
         """`nodes` defaults to the nodes of `mode` (graph.select); `record` adds the recorder writing
         into that bag directory (its parameters are merged under `node_params`); `web` adds the web
-        monitor (its history follows the planner's transcript_dir unless given); `foxglove` adds the Foxglove bridge."""
+        monitor (its history follows the planner's transcript_dir unless given); `foxglove` adds the Foxglove bridge;
+        `keystore` runs every node with DDS Security (SROS2, Enforce) in its enclave of that keystore
+        (monologue-keystore; the in-process graph in /monologue/container); ValueError if it lacks one."""
         self.robot, self.llm = robot, llm
         self.config_dir = config_dir or default_config_dir()
         self.record = record
@@ -90,6 +96,16 @@ class GraphRun:
         unknown = (set(self.node_params) | set(chosen)) - {s.name for s in every}
         if unknown:
             raise ValueError(f"parameters for unknown nodes: {sorted(unknown)}")
+        self.keystore = keystore
+        if keystore is not None:
+            problems = keystore_problems(keystore, [CONTAINER] if self.in_process else [s.name for s in self.specs])
+            if problems:
+                raise ValueError("; ".join(problems))
+            self.env.update(security_env(keystore))
+            if self.in_process:
+                self.env["ROS_SECURITY_ENCLAVE_OVERRIDE"] = enclave_name(CONTAINER)
+            else:  # an inherited override would put every node in one enclave, whatever its --enclave
+                self.env.pop("ROS_SECURITY_ENCLAVE_OVERRIDE", None)
         self._init_state()
 
     def _init_state(self) -> None:

@@ -5,7 +5,8 @@ prefixes their output, forwards SIGINT/SIGTERM and stops everything cleanly; whe
 whole graph stops (the launch file does the same).
 
     monologue-up [robot:=sim] [llm:=embedded] [log_level:=info] [record:=<bag dir>] [web:=true]
-                 [foxglove:=true] [container:=true] [--param skills:sim.seed=3 ...] [--config-dir DIR]
+                 [foxglove:=true] [container:=true] [secure:=true keystore:=<dir>]
+                 [--param skills:sim.seed=3 ...] [--config-dir DIR]
 
 The `key:=value` arguments are the launch file's (LAUNCH_ARGUMENTS, one table for both), plus
 container:=true, which runs every node in this one process (monologue_bringup.container) instead of
@@ -13,6 +14,9 @@ one process per node.
 record:=<dir> also starts the recorder (rosbag2 MCAP into <dir>) and stores the planner's LLM
 cassette and transcript files next to the bag, so `monologue-replay <dir>` can replay the run; a
 directory that already holds a bag is refused.
+secure:=true keystore:=<dir> runs every node with DDS Security (SROS2) in its enclave
+(/monologue/<node>) of a keystore made by monologue-keystore; it refuses to start when the keystore or
+the middleware's security plug-ins are missing (docs/security.md).
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from .graph import (
     scene_node,
 )
 from .graph_run import GraphRun
+from .security import ENFORCE, OFF, SECURITY_CHOICES, enclave_args, fastdds_security
 
 
 @dataclass(frozen=True)
@@ -55,8 +60,9 @@ class LaunchArgument:
 # The launch arguments, one table for the launch files and monologue-up (same names, defaults, choices).
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("robot", "sim", "Which robot backend to drive", ROBOTS),
-    LaunchArgument("llm", "embedded", "LLM backend: embedded Gemma 3 270M, an OpenAI-compatible server, "
-                   "or the expert stand-in (simulated robots only)", LLMS),
+    LaunchArgument("llm", "embedded", "LLM backend: embedded Gemma 3 270M (frozen, or embedded_tuned: with the "
+                   "planner's LoRA adapter), an OpenAI-compatible server, or the expert stand-in (simulated robots "
+                   "only)", LLMS),
     LaunchArgument("log_level", "info", "ROS log level of every node (debug, info, warn, error, fatal)"),
     LaunchArgument("record", "", "Record the run into this rosbag2 MCAP directory (empty: no recording); "
                    "a directory that already holds a bag is refused"),
@@ -66,6 +72,9 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    "docs/web.md)", ("true", "false")),
     LaunchArgument("foxglove", "false", "Also start the Foxglove bridge, a Foxglove WebSocket server on "
                    "ws://127.0.0.1:8765 (config/monologue.yaml `foxglove_bridge`; docs/web.md)", ("true", "false")),
+    LaunchArgument("secure", OFF, "DDS Security (SROS2): true runs every node in its enclave of keystore:= "
+                   "(authentication, encryption, access control; docs/security.md)", SECURITY_CHOICES),
+    LaunchArgument("keystore", "", "The SROS2 keystore for secure:=true (made by monologue-keystore)"),
 )
 
 
@@ -106,6 +115,27 @@ def record_dir_error(record: Path | str | None) -> str | None:
     return None
 
 
+def security_keystore(values: dict[str, str]) -> Path | None:
+    """The keystore of secure:=true (None when false); ValueError when true has no keystore:=."""
+    if values["secure"] != ENFORCE:
+        if values["keystore"]:
+            raise ValueError("keystore:= needs secure:=true")
+        return None
+    if not values["keystore"]:
+        raise ValueError("secure:=true needs keystore:=<dir> (create one with monologue-keystore <dir>)")
+    return Path(values["keystore"]).expanduser()
+
+
+def middleware_security_error(env: dict[str, str] | None = None) -> str | None:
+    """Why the installed middleware cannot run a secured graph (Fast DDS without its security plug-ins),
+    or None (it can, or the RMW is not Fast DDS and decides for itself)."""
+    env = dict(os.environ if env is None else env)
+    if not env.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps"):
+        return None
+    probe = fastdds_security(env)
+    return None if probe.available else probe.explain()
+
+
 def executable_path(spec: NodeSpec) -> Path:
     """`<prefix>/lib/<package>/<executable>` as `ros2 run` would find it."""
     from ament_index_python.packages import PackageNotFoundError, get_package_prefix
@@ -133,6 +163,7 @@ class Supervisor(GraphRun):
         return {
             s.name: [str(executable_path(s))] + ros_args(
                 s, self.config_dir, self.robot, self.llm, self.node_params.get(s.name), self.log_level)
+            + (enclave_args(s.name) if self.keystore is not None else [])
             for s in self.specs
         }
 
@@ -243,9 +274,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     record = Path(values["record"]) if values["record"] else None
     runner = graph_runner(values["container"] == "true")
-    sup = runner(values["robot"], values["llm"], ns.config_dir, node_params,
-                 log_level=values["log_level"], record=record, web=values["web"] == "true",
-                 foxglove=values["foxglove"] == "true")
+    try:
+        keystore = security_keystore(values)
+        error = middleware_security_error() if keystore is not None else None
+        if error:  # fail closed: never start an open graph when a secured one was asked for
+            raise ValueError(f"secure:=true: {error}")
+        sup = runner(values["robot"], values["llm"], ns.config_dir, node_params,
+                     log_level=values["log_level"], record=record, web=values["web"] == "true",
+                     foxglove=values["foxglove"] == "true", keystore=keystore)
+    except ValueError as e:
+        print(f"monologue-up: {e}", file=sys.stderr)
+        return 2
 
     def node_exited(dead: dict[str, int]) -> int:
         sup.sink(f"[up] node(s) exited: {dead}; stopping the graph")

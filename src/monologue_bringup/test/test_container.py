@@ -52,7 +52,20 @@ def crashing() -> Node:
     return node
 
 
+def acting() -> Node:
+    from rclpy.action import ActionClient, ActionServer
+
+    from monologue_interfaces.action import ExecuteSkill
+
+    node = Named("acting")
+    node.server = ActionServer(node, ExecuteSkill, "fake_skill",  # type: ignore[attr-defined]
+                               execute_callback=lambda _goal: ExecuteSkill.Result())
+    node.client = ActionClient(node, ExecuteSkill, "fake_skill")  # type: ignore[attr-defined]
+    return node
+
+
 OK = Component(first, threads=2)
+ACTING = Component(acting, threads=2)
 LAST = Component(lambda: Named("last"), threads=2, before_stop=lambda n: EVENTS.append(f"drain {n.get_name()}"))
 BROKEN = Component(broken)
 CRASHING = Component(crashing)
@@ -121,6 +134,34 @@ def test_a_callback_error_ends_that_node_as_its_process_would(fakes: str, monkey
             time.sleep(0.02)
         assert c.dead() == {"first": 1}
     assert c.stop() == {"first": 1}
+
+
+def test_a_stopped_graph_leaves_no_node_discoverable_in_a_process_that_goes_on(
+        fakes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node with an action server and client (as the planner and the bag player have) is gone from the
+    graph once the container stopped, though this process goes on: so `replay()` can run in-process."""
+    import rclpy
+    from rclpy.context import Context
+
+    probe_context = Context()  # not the default context, which the container wants for itself
+    probe_context.init(args=[])
+    probe = rclpy.create_node("container_probe", context=probe_context)
+
+    def seen_within(timeout_s: float, present: bool) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if ("acting" in probe.get_node_names()) == present:
+                return True
+            time.sleep(0.05)
+        return False
+
+    try:
+        with container(monkeypatch, PlannedNode("acting", f"{fakes}:ACTING")):
+            assert seen_within(30.0, present=True)  # discovery works: the probe sees the running node
+        assert seen_within(30.0, present=False)
+    finally:
+        probe.destroy_node()
+        probe_context.try_shutdown()
 
 
 def test_an_initialised_rclpy_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

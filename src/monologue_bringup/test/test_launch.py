@@ -4,6 +4,7 @@ directory holding a bag is refused, sim.launch.py passes its arguments through."
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,7 +77,8 @@ def _context(**values: str) -> dict[str, str]:
 
 def test_arguments_are_monologue_ups_with_the_graphs_choices(load: Any) -> None:
     declared = _declared(load("monologue.launch.py").generate_launch_description())
-    assert list(declared) == ["robot", "llm", "log_level", "record", "scene", "web", "foxglove"]
+    assert list(declared) == ["robot", "llm", "log_level", "record", "scene", "web", "foxglove", "secure",
+                              "keystore"]
     assert declared["scene"].kwargs["default_value"] == "" and "disinfection" in declared["scene"].kwargs["choices"]
     assert declared["robot"].kwargs["choices"] == list(ROBOTS) and declared["robot"].kwargs["default_value"] == "sim"
     assert declared["llm"].kwargs["choices"] == list(LLMS)
@@ -146,7 +148,7 @@ def test_sim_launch_passes_every_argument_through(load: Any) -> None:
 def test_monologue_up_takes_the_same_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     values, rest = launch_values(["robot:=sim_kinematic", "log_level:=debug", "--param", "planner:max_steps=2"])
     assert values == {"robot": "sim_kinematic", "llm": "embedded", "log_level": "debug", "record": "", "scene": "",
-                      "web": "false", "foxglove": "false"}
+                      "web": "false", "foxglove": "false", "secure": "false", "keystore": ""}
     assert rest == ["--param", "planner:max_steps=2"]
     with pytest.raises(ValueError, match="not one of"):
         launch_values(["robot:=r2d2"])
@@ -243,3 +245,25 @@ def test_running_stops_the_graph_then_checks_exit_codes_and_secrets() -> None:
     with pytest.raises(AssertionError):
         with running(_FakeGraph({}), ["login pw=hunter2"], secret="hunter2"):  # type: ignore[arg-type]
             pass
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl tool is not installed")
+def test_launch_file_puts_each_node_in_its_enclave(tmp_path: Path, load: Any) -> None:
+    """secure:=true: each node in its enclave of keystore:=, with the Enforce environment; a
+    keystore without a node's enclave is refused before anything starts."""
+    from monologue_bringup.keystore import create_keystore, graph_node_names
+
+    keystore, full = tmp_path / "part", tmp_path / "full"
+    create_keystore(keystore, ["planner"], 84, days=1)
+    module = load("monologue.launch.py")
+    with pytest.raises(RuntimeError, match="/monologue/perception"):
+        module._nodes(_context(robot="sim_kinematic", secure="true", keystore=str(keystore)))
+    create_keystore(full, graph_node_names(REPO / "config"), 84, days=1)
+    nodes = {a.kwargs["name"]: a for a in module._nodes(
+        _context(robot="sim_kinematic", secure="true", keystore=str(full))) if type(a).__name__ == "Node"}
+    for name, node in nodes.items():
+        assert node.kwargs["arguments"][-2:] == ["--enclave", f"/monologue/{name}"]
+        assert node.kwargs["additional_env"]["ROS_SECURITY_STRATEGY"] == "Enforce"
+        assert node.kwargs["additional_env"]["ROS_SECURITY_ENCLAVE_OVERRIDE"] == f"/monologue/{name}"
+    plain = [a for a in module._nodes(_context(robot="sim_kinematic")) if type(a).__name__ == "Node"]
+    assert all("additional_env" not in a.kwargs and "--enclave" not in a.kwargs["arguments"] for a in plain)

@@ -145,6 +145,17 @@ def stop_executor(executor: Executor, timeout_s: float) -> bool:
     return finished
 
 
+def destroy_with_waitables(node: Node) -> None:
+    """`node.destroy_node()`, after destroying its action servers and clients: rclpy's destroy_node leaves
+    a node's waitables alone, and one left holds the node, which stays discoverable in a process that
+    goes on (an in-process graph's caller) until garbage collection."""
+    for waitable in list(node.waitables):
+        destroy = getattr(waitable, "destroy", None)
+        if callable(destroy):
+            destroy()
+    node.destroy_node()
+
+
 def _report_slow_exit(after_s: float) -> None:
     def report() -> None:
         logging.getLogger("runtime").error("still stopping after %.0f s; threads:", after_s)
@@ -243,7 +254,7 @@ def probe_node(name: str) -> Iterator[tuple[Node, SingleThreadedExecutor]]:
         yield node, executor
     finally:
         executor.shutdown()  # drops spin_once's suspended wait (it holds the node's handles: destroy would hang)
-        node.destroy_node()
+        destroy_with_waitables(node)  # its action clients too: else the node outlives the probe
         if own_context:
             rclpy.shutdown()
 

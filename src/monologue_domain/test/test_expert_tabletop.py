@@ -38,6 +38,8 @@ def solve(task: TaskInstance, world: TabletopWorld) -> list[Step]:
         plan = next_step(goal_of_task(task), TableState.of(world.snapshot()))
         if not isinstance(plan, Step):
             break
+        # the move is among the affordable candidates the planner is offered (a 0 is never chosen in the graph)
+        assert any(a.args == (plan.obj, plan.target) for a in world.affordances()), (task.instruction, plan)
         world.pick_place(plan.obj, plan.target)  # a refused move raises: the planner must never ask for one
         steps.append(plan)
     return steps
@@ -109,6 +111,36 @@ def test_an_occupied_target_block_is_cleared_first() -> None:
                ("green block", (0.6, -0.1, 0.06)))
     plan = next_step({"family": "pick_place", "block": "red block", "target": "blue block"}, s)
     assert isinstance(plan, Step) and plan.obj == "green block"
+
+
+def test_a_tower_block_that_missed_the_location_is_re_placed_at_once_not_first_put_aside() -> None:
+    """Ceiling run table1-kinematic-v3, stack_on_location seed 186176: the green block rested on the cyan one
+    4.2 cm from the corner (tolerance 4 cm). The expert first put it aside to "uncover" the cyan block, then
+    back, two moves a retry, and ran out of IM's 15 steps. Placing it on the cyan block where it already is
+    has no affordance (completed); placed at the corner, it rests on the tower there."""
+    s = _state(("red block", (0.5259, 0.0875, 0.02)), ("green block", (0.6727, 0.3319, 0.105)),
+               ("blue block", (0.6915, 0.2902, 0.025)), ("cyan block", (0.6688, 0.3133, 0.065)),
+               ("gray bowl", (0.4046, -0.2964, 0.0)), ("red bowl", (0.6428, 0.299, 0.0)))
+    plan = next_step({"family": "stack_on_location", "location": "top left corner"}, s)
+    assert isinstance(plan, Step) and (plan.obj, plan.target) == ("green block", "top left corner"), plan
+    w = world_with([(t.name, t.position) for t in s.things.values()])
+    assert next(a for a in w.affordances() if a.args == (plan.obj, plan.target)).affordance == 1.0
+    w.pick_place(plan.obj, plan.target)
+    after = TableState.of(w.snapshot())
+    assert after.on("green block", "cyan block") and after.on("green block", "top left corner")
+
+
+def test_a_block_resting_on_one_off_the_location_is_not_the_base() -> None:
+    """stack_on_location with the blue block already at the corner but resting on the cyan one 4.3 cm off
+    it: no tower stands on the corner, and "put the blue block on the corner" has no affordance (it is
+    there); the cyan block is the lowest, so it is uncovered first, then a base goes on the corner."""
+    s = _state(("purple block", (0.491, -0.276, 0.02)), ("blue block", (0.687, 0.295, 0.06)),
+               ("cyan block", (0.659, 0.285, 0.02)), ("orange bowl", (0.631, 0.04, 0.0)))
+    plan = next_step({"family": "stack_on_location", "location": "top left corner"}, s)
+    assert isinstance(plan, Step) and plan.obj == "blue block" and plan.target != "top left corner", plan
+    s = apply(s, plan.obj, plan.target)
+    plan = next_step({"family": "stack_on_location", "location": "top left corner"}, s)
+    assert isinstance(plan, Step) and plan.target == "top left corner" and not s.on(plan.obj, plan.target), plan
 
 
 def test_placed_blocks_stay_and_heavy_ones_end_in_stuck() -> None:

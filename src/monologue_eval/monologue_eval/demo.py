@@ -4,8 +4,9 @@
                    [record:=<bag dir>] [robot:=sim|sim_kinematic|sim_kitchen|sim_household]
                    [strategy:=inner_monologue|saycan|cape|...] [method:=Z_E|F_E|...]
                    [perception:=oracle|camera] [log_level:=warn] [scene:=covers|disinfection|weights]
-                   [web:=true|false] [foxglove:=true|false] [--param node:name=value ...]
-    monologue-demo graph:=running [instruction:="..."] [timeout:=600] [strategy:=...]
+                   [web:=true|false] [foxglove:=true|false] [secure:=true keystore:=<dir>]
+                   [--param node:name=value ...]
+    monologue-demo graph:=running [instruction:="..."] [timeout:=600] [strategy:=...] [secure:=true keystore:=<dir>]
 
 graph:=launch (default) brings up its own simulated graph (embedded LLM) on a random scene and stops
 it at the end. The scene (its seed, and 2 or 3 blocks unless `blocks` is given) is printed, so a run
@@ -16,6 +17,10 @@ shows it. It refuses to start when a planner already runs on this ROS_DOMAIN_ID 
 web:=true (default) also starts the live web monitor (docs/web.md) and prints its URL: the `web` port of
 config/monologue.yaml, or a free port when that one is taken. foxglove:=true (default false) also starts the
 Foxglove bridge and prints its ws:// URL the same way (docs/web.md, section Foxglove).
+
+secure:=true keystore:=<dir> (docs/security.md) joins the graph in the keystore's operator enclave and,
+with graph:=launch, runs every node in its own enclave; it refuses to start when the middleware has no
+DDS Security or the keystore lacks an enclave.
 
 graph:=running starts nothing: it sends the instruction to the planner of a graph already running on
 this ROS_DOMAIN_ID (`monologue-up` or `ros2 launch monologue_bringup monologue.launch.py`) and judges
@@ -92,7 +97,7 @@ DEFAULTS = {
     "graph": "launch", "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
     "timeout": "600", "log_level": "warn", "blocks": "0", "record": "", "perception": "oracle",
     "strategy": "", "method": "", "scene": "", "web": "true",
-    "foxglove": "false",
+    "foxglove": "false", "secure": "false", "keystore": "",
 }
 # Arguments that describe the graph the demo starts: meaningless with graph:=running.
 RECORDER_READY_S = 30.0  # s a recorded run waits for the recorder to record every topic of the graph
@@ -219,9 +224,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"monologue-demo: {e}\n(monologue-demo --help for the arguments)", file=sys.stderr)
         return 2
+    try:
+        keystore = _secure(args.values)
+    except ValueError as e:
+        print(f"monologue-demo: {e}", file=sys.stderr)
+        return 2
     if args.values["graph"] == "running":
         return run_on_running_graph(args.values)
-    return run_own_graph(args)
+    return run_own_graph(args, keystore)
+
+
+def _secure(values: dict[str, str]) -> Path | None:
+    """secure:=true keystore:=DIR (docs/security.md): this process joins the graph in the keystore's
+    operator enclave, and a graph it starts runs each node in its own enclave. Refused (fail closed) when
+    the middleware has no DDS Security or the keystore lacks the enclaves."""
+    from monologue_bringup.security import OPERATOR, enclave_name, keystore_problems, security_env
+    from monologue_bringup.up import middleware_security_error, security_keystore
+
+    keystore = security_keystore(values)
+    if keystore is None:
+        return None
+    error = middleware_security_error()
+    if error:
+        raise ValueError(f"secure:=true: {error}")
+    problems = keystore_problems(keystore, [OPERATOR])
+    if problems:
+        raise ValueError(f"secure:=true keystore:={keystore}: {'; '.join(problems)}")
+    os.environ.update(security_env(keystore))
+    os.environ["ROS_SECURITY_ENCLAVE_OVERRIDE"] = enclave_name(OPERATOR)
+    return keystore
 
 
 def _report(result: ExecuteInstruction.Result, done: bool, t0: float) -> None:
@@ -281,7 +312,7 @@ def _web_address(robot: str, llm: str, overrides: dict[str, str], node: str = "w
         return host, int(sock.getsockname()[1])
 
 
-def run_own_graph(args: DemoArgs) -> int:
+def run_own_graph(args: DemoArgs, keystore: Path | None = None) -> int:
     """graph:=launch: bring up a simulated graph on a random scene, run the instruction, stop the graph."""
     values = args.values
     seed = int(values["seed"])
@@ -378,7 +409,7 @@ def run_own_graph(args: DemoArgs) -> int:
         node_params.setdefault("foxglove_bridge", {})["port"] = str(port)
         print(f"== Foxglove: open ws://{host}:{port} in Foxglove (layout: config/foxglove_layout.json)")
     sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
-                     log_level=values["log_level"], record=record, web=web, foxglove=foxglove)
+                     log_level=values["log_level"], record=record, web=web, foxglove=foxglove, keystore=keystore)
     t0 = time.monotonic()
     truth: dict[str, object] = {}
     if world is not None and sup.expert_truth_dir is not None and world.expert_goal[0]:

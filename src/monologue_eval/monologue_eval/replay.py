@@ -17,6 +17,9 @@ graph's perception), until the end of the bag or Ctrl-C.
 
 container:=true (the default) runs the graph's nodes in this one process (monologue_bringup.container),
 which starts in a fraction of the time of one process per node (container:=false, as monologue-up).
+The last line gives the wall time since this process started (interpreter start-up and imports
+included, up to the graph's stop; the interpreter's own teardown follows) and the bag's duration
+divided by it.
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ if TYPE_CHECKING:  # generated messages (mypy sees them as Any: rosidl ships no 
     from monologue_interfaces.action import ExecuteInstruction
     from monologue_interfaces.msg import SceneDescription, TranscriptEvent
 
+_IMPORTED_AT = time.monotonic()  # s: where process_wall_s falls back to without /proc
 RECORD_FLUSH_TIMEOUT_S = 30.0  # s the recorder may take to write the events a replay saw
 CAMERA_REL_TOL = 0.01  # relative tolerance of numbers in event data when perception used the camera
 
@@ -97,17 +101,23 @@ def replay(
     sink: Callable[[str], None] | None = None,
     say: Callable[[str], None] = print,
     log_level: str = "warn",
-    container: bool = False,
+    container: bool | None = None,
 ) -> int:
     """Replay every episode of `bag_dir` (the graph in this process with `container`, else a process per
-    node); return the exit status described in the module doc. The command line's default is one process
-    (the process ends with the replay); called from a process that goes on, the default is a process per
-    node, which leaves nothing behind in the caller."""
+    node); return the exit status described in the module doc. By default (None) the graph runs in this
+    process unless this process already has rclpy initialised (its context is the in-process graph's
+    own: it shuts it down). The in-process graph leaves nothing behind in a caller that goes on: once
+    stopped, none of its nodes is discoverable."""
     from monologue_bag.core.bagio import Bag, BagError
     from monologue_bag.core.compare import first_divergence
     from monologue_bag.core.episode import event_from_msg, goal_spec, planner_params, read_recording
 
     from .client import run_episode, wait_until_recorded
+
+    if container is None:
+        from rclpy.utilities import ok
+
+        container = not ok()
 
     try:
         with Bag(bag_dir) as bag:
@@ -223,6 +233,19 @@ def speed(bag_dir: Path, wall_s: float) -> str:
     return f", a {duration_s:.1f} s bag at {duration_s / max(wall_s, 1e-9):.1f}x its duration"
 
 
+def process_wall_s() -> float:
+    """Wall time (s) since this process started, from /proc (interpreter start-up and imports included;
+    10 ms resolution); where there is no /proc, since this module was imported."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime_s = float(f.read().split()[0])
+        return max(uptime_s - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return time.monotonic() - _IMPORTED_AT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -260,7 +283,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .client import stop_on_signals
 
     stop_on_signals()  # SIGINT and SIGTERM stop the graph (replay's `finally`) before this process ends
-    t0 = time.monotonic()
     try:
         rc = replay(ns.bag, rate, offset, timeout, node_params, values["robot"], values["llm"], ns.config_dir,
                     Path(values["record"]) if values["record"] else None, sink=out, say=out,
@@ -268,7 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         out(f"== interrupted ({e or 'SIGINT'}); the graph was stopped")
         return 130
-    out(f"== {time.monotonic() - t0:.1f} s{speed(ns.bag, time.monotonic() - t0)}"
+    wall_s = process_wall_s()
+    out(f"== {wall_s:.2f} s wall since the process started{speed(ns.bag, wall_s)}"
         f" (rate {rate:g}, {'one process' if values['container'] == 'true' else 'a process per node'})")
     return rc
 

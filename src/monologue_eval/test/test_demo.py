@@ -3,6 +3,7 @@ running planner, nothing is started, the world is judged from the returned objec
 to start a second graph beside a running one. The ROS client is replaced by stand-ins."""
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -130,3 +131,38 @@ def test_strategy_goes_to_the_running_graph_and_method_needs_cape(
     assert calls[1]["goal_options"] == {"strategy": "cape"}
     assert demo.main(["method:=F_E"]) == 2
     assert "strategy:=cape" in capsys.readouterr().err
+
+
+def test_secure_demo_fails_closed_and_joins_in_the_operator_enclave(
+        calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """secure:=true never runs an open graph: no keystore, a middleware without DDS Security or a keystore
+    without the operator enclave exit 2 before anything starts; with all three, this process joins in the
+    operator enclave (the environment rcl reads) and the goal goes out."""
+    import monologue_bringup.up as up
+
+    assert demo.main(["graph:=running", "secure:=true"]) == 2
+    assert "needs keystore:=" in capsys.readouterr().err
+    assert demo.main(["graph:=running", f"keystore:={tmp_path}"]) == 2
+    monkeypatch.setattr(up, "middleware_security_error", lambda env=None: "no DDS Security here")
+    assert demo.main(["graph:=running", "secure:=true", f"keystore:={tmp_path}"]) == 2
+    assert "no DDS Security here" in capsys.readouterr().err
+    monkeypatch.setattr(up, "middleware_security_error", lambda env=None: None)
+    assert demo.main(["graph:=running", "secure:=true", f"keystore:={tmp_path}"]) == 2  # not a keystore
+    assert "not a keystore" in capsys.readouterr().err
+    enclave = tmp_path / "enclaves" / "monologue" / "operator"
+    enclave.mkdir(parents=True)
+    assert demo.main(["graph:=running", "secure:=true", f"keystore:={tmp_path}"]) == 2  # empty operator enclave
+    assert "enclave /monologue/operator: missing" in capsys.readouterr().err
+    assert len(calls) == 1  # nothing was sent
+    for name in ("cert.pem", "key.pem", "identity_ca.cert.pem", "permissions_ca.cert.pem", "governance.p7s",
+                 "permissions.p7s", "permissions.xml", "governance.xml"):
+        (enclave / name).write_text("x")
+    for key in ("ROS_SECURITY_ENABLE", "ROS_SECURITY_STRATEGY", "ROS_SECURITY_KEYSTORE",
+                "ROS_SECURITY_ENCLAVE_OVERRIDE"):
+        monkeypatch.setenv(key, "")  # recorded, so the values the demo sets are undone after the test
+        monkeypatch.delenv(key)
+    code = demo.main(["graph:=running", "secure:=true", f"keystore:={tmp_path}"])
+    assert os.environ.get("ROS_SECURITY_ENCLAVE_OVERRIDE") == "/monologue/operator", capsys.readouterr().err
+    assert os.environ.get("ROS_SECURITY_ENABLE") == "true"
+    assert code == 0 and len(calls) == 2

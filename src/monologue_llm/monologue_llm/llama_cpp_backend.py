@@ -37,6 +37,7 @@ from .decoding import (
     stop_at,
 )
 from .embedding_store import EmbeddingStore, model_fingerprint
+from .lora import read_adapter
 
 _LOG = logging.getLogger(__name__)
 _PREFILL_SLICE = 128  # tokens evaluated per lock hold by prefill()
@@ -159,6 +160,7 @@ class LlamaCppBackend:
         embedding_cache_dir: str | Path | None = None,
         tree_scoring: bool = False,
         flash_attn: bool | None = None,
+        lora_path: str | Path | None = None,
     ) -> None:
         import llama_cpp
 
@@ -169,7 +171,9 @@ class LlamaCppBackend:
             raise LLMError(f"GGUF model file not found: {path}")
         if n_ctx < 16:
             raise ValueError(f"n_ctx must be >= 16, got {n_ctx}")
-        self.name = f"llama_cpp:{path.name}"
+        # a LoRA adapter is checked against the model first: a bad one is an error naming it, never ignored
+        self._lora = str(read_adapter(lora_path, path).path) if lora_path else None
+        self.name = f"llama_cpp:{path.name}" + (f"+{Path(lora_path).name}" if lora_path else "")
         self._path = path
         self._n_threads = n_threads
         self._embedder: Any = None  # a second Llama in embedding mode, loaded on first embed()
@@ -200,10 +204,12 @@ class LlamaCppBackend:
                 logits_all=False,
                 swa_full=True,  # keep every SWA cell so any prefix can be reused
                 flash_attn=self.flash_attn,
+                lora_path=self._lora,
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
-            raise LLMError(f"llama.cpp could not load {path}: {exc}") from exc
+            raise LLMError(f"llama.cpp could not load {path}" + (f" with the LoRA adapter {self._lora}" if self._lora
+                           else "") + f": {exc}") from exc
         if getattr(self._llm.model_params, "use_extra_bufts", False):
             self.log.warning("weight repacking is active: scores depend on batch splits")
         self._ctx = self._llm.ctx
@@ -781,12 +787,14 @@ class LlamaCppBackend:
                         n_ubatch=_EMBED_N_CTX,
                         n_threads=self._n_threads,
                         n_threads_batch=self._n_threads,
+                        lora_path=self._lora,
                         verbose=False,
                     )
                 except (ValueError, RuntimeError) as exc:
                     raise LLMError(f"llama.cpp could not load {self._path} for embeddings: {exc}") from exc
                 if self._embedding_cache_dir is not None:
-                    fingerprint = model_fingerprint(self._path, f"mean-l2|n_ctx={_EMBED_N_CTX}")
+                    lora = f"|lora={model_fingerprint(Path(self._lora), '')}" if self._lora else ""
+                    fingerprint = model_fingerprint(self._path, f"mean-l2|n_ctx={_EMBED_N_CTX}{lora}")
                     self._store = EmbeddingStore(self._embedding_cache_dir, fingerprint, self.log)
             found = {t: self._embeddings[t] for t in dict.fromkeys(texts) if t in self._embeddings}
             missing = [t for t in dict.fromkeys(texts) if t not in found]

@@ -92,5 +92,17 @@ def model_file(path: str | Path) -> str:
     return str(path) or str(embedded_model_path())
 
 
+def adapter_file(spec: str | Path) -> str | None:
+    """The LoRA adapter file of a `lora_path` value: None for "", a bare file name (no directory) is one of
+    the adapters shipped in monologue_llm/adapters/, anything else a path. Existence is checked by the
+    backend (monologue_llm.lora), which names the file when it is missing."""
+    text = str(spec)
+    if not text:
+        return None
+    if "/" not in text and "\\" not in text:
+        return str(Path(__file__).resolve().parent / "adapters" / text)
+    return str(Path(text).expanduser())
+
+
 LLM_BACKENDS: Registry[BackendPlugin] = Registry("llm_backends", package="monologue_llm.backends", attribute="PLUGIN",
                                                  describe=lambda p: p.description)

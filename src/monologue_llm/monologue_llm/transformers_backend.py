@@ -129,6 +129,40 @@ def _load_gguf(path: Path) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+def apply_lora(model: Any, lora_path: Path, base_gguf: Path | None) -> Any:
+    """``model`` with the LoRA adapter ``lora_path`` merged into its weights (through peft): a GGUF LoRA
+    (llama.cpp's format, checked against ``base_gguf`` when the model came from one) or a peft adapter
+    directory. A missing, corrupt or mismatched adapter raises LoraAdapterError naming the file."""
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model, set_peft_model_state_dict
+
+    from .lora import LoraAdapterError, read_adapter
+
+    try:
+        if lora_path.is_dir():
+            if not (lora_path / "adapter_config.json").is_file():
+                raise LoraAdapterError(f"{lora_path} is not a peft adapter directory (no adapter_config.json)")
+            peft_model = PeftModel.from_pretrained(model, lora_path, is_trainable=False)
+        else:
+            adapter = read_adapter(lora_path, base_gguf)
+            # peft annotates lora_alpha as int but scales by the float alpha / r, as llama.cpp does
+            config = LoraConfig(r=adapter.rank, lora_alpha=adapter.alpha,  # type: ignore[arg-type]
+                                target_modules=adapter.hf_targets(), lora_dropout=0.0, bias="none")
+            peft_model = get_peft_model(model, config)
+            state = {k: torch.from_numpy(v.copy()) for k, v in adapter.hf_state_dict().items()}
+            result: Any = set_peft_model_state_dict(peft_model, state)
+            missing = [k for k in result.missing_keys if "lora_" in k]
+            unexpected = list(result.unexpected_keys)
+            if missing or unexpected:
+                raise LoraAdapterError(f"{lora_path} does not fit the model: missing {missing[:3]}, unexpected "
+                                       f"{unexpected[:3]}")
+    except LoraAdapterError:
+        raise
+    except (RuntimeError, ValueError, KeyError, OSError) as exc:  # peft's size mismatches, bad configs
+        raise LoraAdapterError(f"LoRA adapter {lora_path} cannot be applied to the model: {exc}") from exc
+    return peft_model.merge_and_unload()
+
+
 class TransformersBackend:
     """Greedy generation, candidate scoring, sampling and embeddings with a transformers model.
 
@@ -155,6 +189,7 @@ class TransformersBackend:
         share_min_tokens: int = 0,
         convert_cache_dir: str | Path | None = None,
         logger: logging.Logger | None = None,
+        lora_path: str | Path | None = None,
     ) -> None:
         import torch
 
@@ -193,6 +228,9 @@ class TransformersBackend:
             model = model.to(dtype=self._dtype)
         else:
             self._tok, model = self._load_dir(source)
+        if lora_path:
+            model = apply_lora(model, Path(lora_path).expanduser(), path if path.is_file() else None)
+            self.name += f"+{Path(lora_path).name}"
         self._model: Any = model.to(self._device).eval()
         self.load_time_s = time.perf_counter() - t0
         self._bos: int | None = self._tok.bos_token_id
@@ -432,7 +470,9 @@ class TransformersBackend:
                 if base >= firsts[i]:
                     lps[i][base] = float(row[tok])
             group = [i for i in group if len(fulls[i]) > base + 1]
-            end = len(fulls[group[0]]) if group else base
+            if not group:  # every member ends with this token: nothing left to evaluate
+                continue
+            end = len(fulls[group[0]])
             for i in group[1:]:
                 end = min(end, base + common_prefix(fulls[group[0]][base:], fulls[i][base:]))
             if (len(group) - 1) * (end - base) < self.share_min_tokens:

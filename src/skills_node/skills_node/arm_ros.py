@@ -15,6 +15,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
 from monologue_common.actions import ActionClient
+from monologue_common.dedicated import DedicatedCallbacks
 from monologue_common.qos import LATCHED
 from monologue_common.runtime import WaitTimeout, wait_future
 from monologue_domain.msgs import scene_objects_from_msg
@@ -85,17 +86,22 @@ class ArmRosBridge:
         self.backend = ArmSkillBackend(self.safe_arm, self.locator, s.pick, logger,
                                        skill_approval=gate if s.approval_mode == "skill" else None,
                                        approval_timeout_s=s.approval_timeout)
-        estop_group = MutuallyExclusiveCallbackGroup()  # never starved by running skills
+        # The e-stop on a thread of its own (never queued behind the node's executor or a skill); the
+        # reset, which may be slow, on the node's executor: it never delays an e-stop.
+        self._estop_thread = DedicatedCallbacks(node, "estop", logger)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self._estop_sub = node.create_subscription(Bool, "estop", self._on_estop, reliable,
-                                                   callback_group=estop_group)
-        self._reset_srv = node.create_service(ResetEstop, "estop_reset", self._on_reset, callback_group=estop_group)
+                                                   callback_group=self._estop_thread.group)
+        self._reset_srv = node.create_service(ResetEstop, "estop_reset", self._on_reset,
+                                              callback_group=MutuallyExclusiveCallbackGroup())
         self._scene_sub = node.create_subscription(SceneDescription, s.scene_topic, self._on_scene,
                                                    LATCHED, callback_group=ReentrantCallbackGroup())
         self._timer = node.create_timer(1.0 / s.status_rate, self.publish_status)
         self.publish_status()
+        self._estop_thread.start()
 
     def close(self) -> None:
+        self._estop_thread.close()
         self._timer.cancel()
 
     # ----- callbacks ------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from std_msgs.msg import Bool, Header, String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from monologue_common.dedicated import DedicatedCallbacks  # noqa: E402
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused  # noqa: E402
 from monologue_common.qos import LATCHED  # noqa: E402
 from monologue_common.runtime import Component, run_node  # noqa: E402
@@ -112,6 +113,13 @@ class TabletopSimNode(Node):
             cancel_callback=self._cancel,
             callback_group=group,
         )
+        # arm/stop: the controller's direct stop input (what stopL is on a UR), on a thread of its own, so a
+        # stop is applied between two physics chunks without waiting for this node's executor or for the
+        # action server's cancel (the skills node sends both on an e-stop).
+        self._stop_thread = DedicatedCallbacks(self, "arm-stop", logging.getLogger("tabletop_sim.stop"))
+        self._stop_sub = self.create_subscription(String, "arm/stop", self._on_stop,
+                                                  QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE),
+                                                  callback_group=self._stop_thread.group)
         self._reset_srv = self.create_service(ResetSim, "sim/reset", self._reset, callback_group=group)
         self._disturb_srv = self.create_service(DisturbSim, "sim/disturb", self._disturb, callback_group=group)
         timers = MutuallyExclusiveCallbackGroup()
@@ -126,6 +134,7 @@ class TabletopSimNode(Node):
         self._camera_error: str | None = None
         self._camera_thread = threading.Thread(target=self._camera_loop, name="sim-camera", daemon=True)
         self._camera_thread.start()
+        self._stop_thread.start()
 
     def get_logger(self) -> RcutilsLogger:
         """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
@@ -133,6 +142,12 @@ class TabletopSimNode(Node):
         return cast(RcutilsLogger, Node.get_logger(self))
 
     # ----- arm -----------------------------------------------------------------------------------
+    def _on_stop(self, msg: String) -> None:
+        """arm/stop names the goal to stop (its id in hex): a late stop never stops a later motion."""
+        goal = self._active_goal
+        if goal is not None and bytes(bytearray(int(b) for b in goal.goal_id.uuid)).hex() == msg.data:
+            self.arm.stop()
+
     def _cancel(self, goal: ServerGoalHandle) -> CancelResponse:
         if goal is self._active_goal:
             self.arm.stop()
@@ -346,6 +361,7 @@ class TabletopSimNode(Node):
             self._seg_pub.publish(seg)
 
     def destroy_node(self) -> None:
+        self._stop_thread.close()
         self._camera_stop.set()
         self._camera_thread.join(timeout=2.0)
         self.world.stop("the simulator is shutting down")

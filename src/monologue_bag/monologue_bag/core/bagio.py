@@ -9,24 +9,39 @@ A bag directory may also hold sidecar files next to the bag: the planner's LLM c
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import struct
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import yaml
-from rosbags.highlevel import AnyReader
-from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
-from rosbags.rosbag2 import Writer
+from rosbags.interfaces import (
+    Connection,
+    ConnectionExtRosbag2,
+    MessageDefinition,
+    MessageDefinitionFormat,
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
+from rosbags.rosbag2 import Reader, Writer
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2.errors import WriterError
+from rosbags.rosbag2.metadata import ReaderMetadata, parse_qos
+from rosbags.rosbag2.reader import DirectoryReader
 from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.rosbag2.storage_mcap import decompress as mcap_decompress
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 
 from monologue_common.core.msgdefs import MessageDefinitions
 
@@ -261,6 +276,156 @@ def _finished_copy(mcap: Path, into: Path) -> None:
         fixed.unlink()
 
 
+_SEP = "=" * 80 + "\n"
+_DefinitionsKey = tuple[tuple[str, str, str, str], ...]
+
+
+def _types_of(c: Connection) -> dict[str, Any]:
+    """The types of one connection's definition (its own type and every type it uses)."""
+    if c.msgdef.format == MessageDefinitionFormat.MSG:
+        return dict(get_types_from_msg(c.msgdef.data, c.msgtype))
+    types: dict[str, Any] = {}
+    if c.msgdef.data.startswith(f"{_SEP}IDL: "):
+        for part in c.msgdef.data.split(_SEP)[1:]:
+            types.update(get_types_from_idl(part.split("\n", 1)[1]))
+    else:
+        types.update(get_types_from_idl(c.msgdef.data))
+    return types
+
+
+class BagTypes:
+    """A bag's message types from its own definitions, as rosbags' AnyReader builds them, but each type
+    parsed and registered when a message of it is first decoded, and its recorded RIHS01 type hash
+    checked then (BagError if it differs). Parsing every definition and generating its deserializer
+    was most of the time it took to open a small bag, for types a replay never decodes. Thread-safe."""
+
+    def __init__(self, connections: Sequence[Connection]) -> None:
+        self._defined = {c.msgtype: c for c in connections if c.msgdef.format != MessageDefinitionFormat.NONE}
+        self._store = get_typestore(Stores.EMPTY)
+        self._ready: set[str] = set()
+        self._lock = threading.Lock()
+
+    def deserialize(self, data: bytes, msgtype: str) -> Any:
+        if msgtype not in self._ready:
+            self._register(msgtype)
+        return self._store.deserialize_cdr(data, msgtype)
+
+    def _register(self, msgtype: str) -> None:
+        with self._lock:
+            if msgtype in self._ready:
+                return
+            c = self._defined.get(msgtype)
+            if c is None:
+                raise BagError(f"the bag holds no definition of {msgtype}")
+            try:
+                self._store.register(_types_of(c))
+                have = self._store.hash_rihs01(msgtype) if c.digest else ""
+            except Exception as e:  # rosbags' parser raises several types for a broken definition
+                raise BagError(f"cannot read the bag's definition of {msgtype}: {e}") from e
+            if c.digest and have != c.digest:
+                raise BagError(f"message type {msgtype!r} hash mismatch {have} != {c.digest}")
+            self._ready.add(msgtype)
+
+
+_BAG_TYPES: OrderedDict[_DefinitionsKey, BagTypes] = OrderedDict()
+_BAG_TYPES_LOCK = threading.Lock()
+BAG_TYPES_KEPT = 8  # BagTypes this process keeps (one per distinct set of definitions)
+
+
+def bag_types(connections: Sequence[Connection]) -> BagTypes:
+    """The BagTypes of these connections' definitions, one per process for the same definitions: a
+    replay opens its bag twice (the replay tool, then the bag player; in one process with
+    container:=true), and the second finds the types parsed and the deserializers generated."""
+    key = tuple(sorted({(c.msgtype, c.msgdef.format.name, c.msgdef.data, str(c.digest)) for c in connections}))
+    with _BAG_TYPES_LOCK:
+        types = _BAG_TYPES.get(key)
+        if types is None:
+            types = _BAG_TYPES[key] = BagTypes(connections)
+            while len(_BAG_TYPES) > BAG_TYPES_KEPT:
+                _BAG_TYPES.popitem(last=False)
+        _BAG_TYPES.move_to_end(key)
+        return types
+
+
+class _McapDirectory(DirectoryReader):
+    """rosbags' reader of a rosbag2 directory, with metadata.yaml parsed by libyaml: rosbags parses it with
+    ruamel in pure Python, most of the time it takes to open a small bag (twice per replay). Only for
+    the layout the recorder writes (metadata version <= 9, MCAP files, no file compression); _open_reader
+    gives rosbags' own reader every other bag. The fields are rosbags' (DirectoryReader.open)."""
+
+    def __init__(self, path: Path, meta: Mapping[str, Any]) -> None:
+        super().__init__(path)
+        self._meta = meta
+
+    def open(self) -> None:
+        self.stack = contextlib.ExitStack()
+        try:
+            m = self._meta
+            paths = [self.path / PurePath(x).name for x in m["relative_file_paths"]]
+            missing = [str(x) for x in paths if not x.exists()]
+            if missing:
+                raise BagError(f"some bag files are missing: {missing}")
+            self.connections = []
+            for i, x in enumerate(m["topics_with_message_count"]):
+                t = x["topic_metadata"]
+                profiles = t.get("offered_qos_profiles", [])
+                if isinstance(profiles, str):  # older bags: a YAML document in a string
+                    profiles = yaml.load(profiles, Loader=_YAML_LOADER) or []
+                if t["serialization_format"] != "cdr":
+                    raise BagError(f"serialization format {t['serialization_format']!r} is not supported")
+                self.connections.append(Connection(
+                    id=i + 1, topic=t["name"], msgtype=t["type"],
+                    msgdef=MessageDefinition(MessageDefinitionFormat.NONE, ""),
+                    digest=t.get("type_description_hash", ""), msgcount=x["message_count"],
+                    ext=ConnectionExtRosbag2(serialization_format=t["serialization_format"],
+                                             offered_qos_profiles=parse_qos(profiles)),
+                    owner=self))
+            count = int(m["message_count"])
+            start, duration = int(m["starting_time"]["nanoseconds_since_epoch"]), int(m["duration"]["nanoseconds"])
+            self.metadata = ReaderMetadata(
+                duration=duration + 1 if count else 0, start_time=start if count else 2**63 - 1,
+                end_time=start + duration + 1 if count else 0, message_count=count, compression_format=None,
+                compression_mode=None, ros_distro=m.get("ros_distro"), custom=m.get("custom_data"))
+            self.files = list(m.get("files", []))
+            self.storages = []
+            for path in paths:
+                storage = McapReader(path)
+                storage.open()
+                self.stack.callback(storage.close)
+                self.storages.append(storage)
+            for i, conn in enumerate(self.connections):
+                msgdef = next((y.msgdef for x in self.storages for y in x.connections
+                               if y.msgtype == conn.msgtype and y.msgdef.format != MessageDefinitionFormat.NONE), None)
+                if msgdef is not None:
+                    self.connections[i] = conn._replace(msgdef=msgdef)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.close()
+            raise
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
+
+
+def _open_reader(source: Path) -> Reader | _McapDirectory:
+    """An open reader of the rosbag2 directory `source`: _McapDirectory for the layout the recorder
+    writes, rosbags' Reader for any other."""
+    meta_path = source / "metadata.yaml"
+    try:
+        info = yaml.load(meta_path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)["rosbag2_bagfile_information"]
+        ours = (int(info["version"]) <= 9 and info["storage_identifier"] == "mcap"
+                and str(info.get("compression_mode", "") or "").lower() in ("", "none"))
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError):
+        ours = False  # rosbags' reader says what is wrong with it
+    reader: Reader | _McapDirectory = _McapDirectory(source, info) if ours else Reader(source)
+    reader.open()
+    return reader
+
+
+def _decode(types: BagTypes, msg: BagMessage) -> Any:
+    return types.deserialize(msg.data, msg.type_name)
+
+
 class Bag:
     """A recorded rosbag2 directory, read with rosbags (definitions from the bag itself).
 
@@ -284,11 +449,13 @@ class Bag:
             source = Path(self._copy.name) / "bag"
             (logger or logging.getLogger("monologue_bag")).warning(
                 "%s was not finished (no metadata.yaml: the recorder was killed?); reading what it flushed", mcaps[0])
-        self._reader = AnyReader([source])
         try:
-            self._reader.open()
+            self._reader = _open_reader(source)
         except Exception as e:  # rosbags raises several types for corrupt or foreign bags
+            if self._copy is not None:
+                self._copy.cleanup()
             raise BagError(f"cannot open bag {self.path}: {e}") from e
+        self._types = bag_types(self._reader.connections)
         self.topics: dict[str, TopicInfo] = {}
         for c in self._reader.connections:
             profiles = getattr(c.ext, "offered_qos_profiles", [])
@@ -308,18 +475,20 @@ class Bag:
 
     @property
     def start_ns(self) -> int:
-        return int(self._reader.start_time)
+        return int(self._reader.metadata.start_time if isinstance(self._reader, _McapDirectory)
+                   else self._reader.start_time)
 
     @property
     def end_ns(self) -> int:
-        return int(self._reader.end_time)
+        return int(self._reader.metadata.end_time if isinstance(self._reader, _McapDirectory)
+                   else self._reader.end_time)
 
     @property
     def custom_data(self) -> dict[str, str]:
         """The `custom_data` of metadata.yaml (who recorded, with which robot and LLM, ...)."""
         if not (self.path / "metadata.yaml").is_file():
             return {}  # an unfinished bag: metadata.yaml is written when the recording ends
-        meta = yaml.safe_load((self.path / "metadata.yaml").read_text(encoding="utf-8"))
+        meta = yaml.load((self.path / "metadata.yaml").read_text(encoding="utf-8"), Loader=_YAML_LOADER)
         info = meta.get("rosbag2_bagfile_information", {}) if isinstance(meta, dict) else {}
         return {str(k): str(v) for k, v in (info.get("custom_data") or {}).items()}
 
@@ -334,7 +503,11 @@ class Bag:
 
     def decode(self, msg: BagMessage) -> Any:
         """The message as a rosbags dataclass (attribute access like the ROS message)."""
-        return self._reader.deserialize(msg.data, msg.type_name)
+        return _decode(self._types, msg)
+
+    def decoder(self) -> Callable[[BagMessage], Any]:
+        """decode(), still usable after the bag is closed (it needs only the bag's type definitions)."""
+        return functools.partial(_decode, self._types)
 
     def decoded(self, topic: str) -> list[tuple[int, Any]]:
         """(log time in ns, decoded message) of every message on `topic`; [] if not recorded."""

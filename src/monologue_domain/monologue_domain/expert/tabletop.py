@@ -351,6 +351,10 @@ def _stack(state: TableState, location: str | None) -> Plan:
             return Stuck(f"the {heavy[0]} is too heavy to lift")  # (not on the location)
         base = next((b for b in state.blocks if state.clear(b)), state.blocks[0])
         target = location if location is not None else None
+        if target is not None:  # a block resting on another one off the location: the lowest is the base
+            # (placing the upper one again where it is has no affordance; _move uncovers the lowest first)
+            while (under := [o for o in state.blocks if o != base and state.on(base, o)]):
+                base = min(under, key=lambda n: state.things[n].position[2])
         if target is None:  # a plain stack: any block is a base; put another on it
             others = [b for b in state.blocks if b != base and state.clear(b)]
             return _move(state, others[0] if others else base, base, "start the tower")
@@ -362,8 +366,9 @@ def _stack(state: TableState, location: str | None) -> Plan:
         return Done()
     on_top = state.above(top)
     if on_top:  # something rests on the tower but is not part of it (off the location): re-place it
-        if len(on_top) == 1:
-            return _move(state, on_top[0], top, "re-place it on the tower")
+        if len(on_top) == 1:  # aimed at the location (it rests on the tower there): the tower's top block is
+            # where it already is, and placing a block where it is has no affordance (SayCan's completed cap)
+            return _move(state, on_top[0], location or top, "re-place it on the tower")
         return _move(state, on_top[-1], free_spot(state, [location] if location else []), "clear the tower")
     movable = [b for b in rest if not state.heavy(b)]
     if not movable:

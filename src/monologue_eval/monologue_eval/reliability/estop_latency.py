@@ -2,19 +2,24 @@
 
 Two real skills nodes, each its own process on an isolated ROS_DOMAIN_ID:
 - `ur5e` against the fake UR5e behind ur_rtde's API (skills_node.robots.ur5e.testing.fake_rtde): the latency ends when
-  `stopL` (or `stopJ`) reaches the controller (the fake logs every command with its wall time);
+  `stopL` (or `stopJ`) reaches the controller: the wall time of the fake's control cycle (2 ms, 500 Hz)
+  that took it, never earlier than a real controller would;
 - `sim` with the MuJoCo tabletop (tabletop_sim, perception for the scene): the latency ends at the first
-  `joint_states` sample (published at 100 Hz here, so up to 10 ms of it is sampling) whose commanded joint
-  velocities are all zero.
+  `joint_states` sample (published at 100 Hz here, so up to 10 ms of it is sampling) of the stop: the
+  first one with all commanded joint velocities zero after which the arm never moved again before the
+  skill ended (a pause between two motions of the pick_place is not a stop).
 Every trial starts a pick_place, waits until the arm moves, publishes the e-stop, measures, checks the
 latch (robot/status `estop_latched`, a new skill refused with ESTOP_ACTIVE and nothing sent), resets it
-(`estop_reset`) and, on the fake UR5e, homes the arm. Target: p99 <= 50 ms, latched until reset.
+(`estop_reset`) and, on the fake UR5e, homes the arm. Target: p99 <= 50 ms, latched until reset. The
+first trial starts only once the skills node's `estop` subscription has matched the probe's publisher.
+The 1-minute load average is sampled at every trial and reported with the figures (they depend on it).
 
     python -m monologue_eval.reliability.estop_latency [--trials 200] [--backend ur5e|sim|both]
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -48,6 +53,7 @@ class Trials:
     latched: int = 0  # trials whose latch held (status + a refused skill) until the reset
     wall_s: float = 0.0
     problems: list[str] = field(default_factory=list)
+    loads: list[float] = field(default_factory=list)  # 1-minute load average at each trial
 
     def percentile(self, q: float) -> float:
         """The q-th percentile (nearest rank) in ms; nan without data."""
@@ -64,9 +70,10 @@ class Trials:
     def summary(self) -> str:
         if not self.latencies_ms:
             return f"no trial stopped ({'; '.join(self.problems[:3])})"
+        load = f"; load {min(self.loads):.1f}-{max(self.loads):.1f}" if self.loads else ""
         return (f"p50 {self.percentile(50):.1f} ms, p99 {self.percentile(99):.1f} ms, "
                 f"max {max(self.latencies_ms):.1f} ms; stopped {self.stopped}/{self.trials}, "
-                f"latched {self.latched}/{self.trials}")
+                f"latched {self.latched}/{self.trials}{load}")
 
 
 def _wait(what: str, cond: Callable[[], bool], timeout_s: float) -> None:
@@ -94,6 +101,8 @@ class _Probe:
         from monologue_interfaces.msg import RobotStatus, SceneDescription
         from monologue_interfaces.srv import ResetEstop
 
+        gc.collect()
+        gc.freeze()  # what this process built before (other figures' objects): no full collection rescans it
         rclpy.init(args=[])
         self.node = rclpy.create_node(f"estop_probe_{os.getpid()}")
         # one thread: goals are sent on it (_on_executor), so no response is handled while one is being sent
@@ -118,17 +127,20 @@ class _Probe:
         """Until the skills node serves execute_skill and reports an ok status (at most 60 s each)."""
         assert self.skill.wait_for_server(timeout_sec=60.0), "no execute_skill"
         _wait("robot/status ok", lambda: bool(self.status) and self.status[-1].ok, 60.0)
+        # a first e-stop published before discovery matched the skills node's subscription would be lost
+        _wait("the skills node's estop subscription", lambda: self.estop_pub.get_subscription_count() > 0, 60.0)
 
     def _on_joints(self, msg: Any) -> None:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.joints.append((stamp, max((abs(v) for v in msg.velocity), default=0.0)))
 
     def close(self) -> None:
-        import rclpy
+        from rclpy.utilities import try_shutdown
 
         self.executor.shutdown()
         self.node.destroy_node()
-        rclpy.shutdown()
+        try_shutdown()  # a SIGINT / SIGTERM may have shut the context down already
+        gc.unfreeze()
 
     def publish_scene(self) -> None:
         """OBJECTS as perception would report them (the top centre of each cube)."""
@@ -162,9 +174,18 @@ class _Probe:
         return result.result().result
 
     def estop(self) -> float:
-        """Publish the e-stop; returns its wall time (s)."""
-        t0 = time.time()
-        self.estop_pub.publish(self.Bool(data=True))
+        """Publish the e-stop; returns its wall time (s). No garbage collection may run between that time
+        and the send: a full collection of this process (the driver runs R1's thousands of episodes in it
+        first) would be counted as the robot's latency."""
+        msg = self.Bool(data=True)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            t0 = time.time()
+            self.estop_pub.publish(msg)
+        finally:
+            if enabled:
+                gc.enable()
         return t0
 
     def reset_estop(self) -> None:
@@ -239,6 +260,7 @@ def _each_trial(trials: int, one: Callable[[int], None], label: str, out: Trials
                 progress: Callable[[str], None]) -> None:
     """`one(i)` for i in 0..trials-1, with a progress line every 20 trials."""
     for i in range(trials):
+        out.loads.append(os.getloadavg()[0])
         one(i)
         if (i + 1) % 20 == 0:
             progress(f"  {label}: {i + 1}/{trials}: {out.summary()}")
@@ -325,20 +347,15 @@ def _sim_trial(probe: _Probe, block: str, bowl: str, out: Trials) -> None:
         return
     time.sleep(random.uniform(0.0, 0.05))  # s: land anywhere in the first motion
     t0 = probe.estop()
-
-    def stopped_sample() -> tuple[float, float] | None:
-        return next(((t, v) for t, v in probe.joints[n0:] if t >= t0 and v == 0.0), None)
-
     try:
-        _wait("zero commanded velocity", lambda: stopped_sample() is not None, 5.0)
+        _wait("zero commanded velocity", lambda: stop_sample(probe.joints[n0:], t0) is not None, 5.0)
     except TimeoutError as e:
         out.problems.append(str(e))
-    else:
-        sample = stopped_sample()
-        assert sample is not None
-        out.latencies_ms.append((sample[0] - t0) * 1000.0)
-        out.stopped += 1
     _wait("the interrupted skill's result", result.done, SKILL_TIMEOUT_S)
+    sample = stop_sample(probe.joints[n0:], t0)  # now that the skill has ended: no later motion can follow
+    if sample is not None:
+        out.latencies_ms.append((sample - t0) * 1000.0)
+        out.stopped += 1
     n1 = len(probe.joints)
     why = _check_latched(probe, lambda: any(v > 0.0 for _t, v in probe.joints[n1:]), "pick_place", block, bowl)
     if why:
@@ -346,6 +363,21 @@ def _sim_trial(probe: _Probe, block: str, bowl: str, out: Trials) -> None:
     else:
         out.latched += 1
     probe.reset_estop()
+
+
+def stop_sample(joints: list[tuple[float, float]], t0: float) -> float | None:
+    """The stamp (s) of the stop in `joints` ((stamp s, max |commanded velocity| rad/s) in order): the first
+    sample at or after `t0` with zero velocity after which no sample shows motion; None if the arm has
+    not stopped (yet). A zero sample between two motions of a skill is not the stop."""
+    stop: float | None = None
+    for t, v in joints:
+        if t < t0:
+            continue
+        if v != 0.0:
+            stop = None
+        elif stop is None:
+            stop = t
+    return stop
 
 
 def own_ros_domain() -> None:
@@ -386,4 +418,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["TARGET_P99_MS", "Trials", "main", "rows", "run_sim", "run_ur5e"]
+__all__ = ["TARGET_P99_MS", "Trials", "main", "rows", "run_sim", "run_ur5e", "stop_sample"]

@@ -16,6 +16,7 @@ KEYS: dict[str, KeySpec] = {
     "slip_share": ((int, float), 0.25),  # share of the wrong generated answers that are format slips
     "seed": ((int,), 0),
     "truth_timeout_s": ((int, float), 10.0),  # s to wait for the simulator's first truth
+    "record_path": ((str,), ""),  # JSONL file: every answered query as a training example; "" = off
 }
 
 
@@ -35,7 +36,8 @@ def create(values: Mapping[str, Any], logger: logging.Logger) -> LLMBackend:
 
     return ExpertBackend(values["truth_dir"], error_rate=float(values["error_rate"]),
                          slip_share=float(values["slip_share"]), seed=values["seed"],
-                         truth_timeout_s=float(values["truth_timeout_s"]), logger=logger)
+                         truth_timeout_s=float(values["truth_timeout_s"]), logger=logger,
+                         record_path=values["record_path"])
 
 
 PLUGIN = BackendPlugin(KEYS, create, "the expert stand-in: answers from a simulated world's truth (evaluation only)",

@@ -1,5 +1,5 @@
 """Backend `llama_cpp`: a GGUF model in-process through llama-cpp-python (`model_path` "" = the
-embedded Gemma 3 270M)."""
+embedded Gemma 3 270M; `lora_path` a GGUF LoRA adapter applied to it, "" = none)."""
 from __future__ import annotations
 
 import logging
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import LLMBackend
-from ..plugin import BackendPlugin, KeySpec, cache_dir, check_at_least, model_file
+from ..plugin import BackendPlugin, KeySpec, adapter_file, cache_dir, check_at_least, model_file
 
 KEYS: dict[str, KeySpec] = {
     "model_path": ((str, Path), ""),
@@ -19,6 +19,7 @@ KEYS: dict[str, KeySpec] = {
     "batch_invariant": ((bool,), True),
     "tree_scoring": ((bool,), False),
     "embedding_cache": ((bool,), True),
+    "lora_path": ((str, Path), ""),
 }
 
 
@@ -41,6 +42,7 @@ def create(values: Mapping[str, Any], logger: logging.Logger) -> LLMBackend:
         batch_invariant=values["batch_invariant"],
         tree_scoring=values["tree_scoring"],
         embedding_cache_dir=cache_dir(values["embedding_cache"], "embeddings"),
+        lora_path=adapter_file(values["lora_path"]),
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import LLMBackend
-from ..plugin import BackendPlugin, KeySpec, cache_dir, check_at_least, check_choice, model_file
+from ..plugin import BackendPlugin, KeySpec, adapter_file, cache_dir, check_at_least, check_choice, model_file
 
 PREFIX = "transformers."
 KEYS: dict[str, KeySpec] = {
@@ -20,6 +20,7 @@ KEYS: dict[str, KeySpec] = {
     "reuse_prefix": ((bool,), True),
     "batch_size": ((int,), 16),
     "convert_cache": ((bool,), True),
+    "lora_path": ((str, Path), ""),
 }
 
 
@@ -47,6 +48,7 @@ def create(values: Mapping[str, Any], logger: logging.Logger) -> LLMBackend:
         batch_size=values["batch_size"],
         convert_cache_dir=cache_dir(values["convert_cache"], "transformers"),
         logger=logger,
+        lora_path=adapter_file(values["lora_path"]),
     )
 
 

@@ -6,10 +6,23 @@ wrong answer instead: another admissible line (the responder's `wrong`, or for s
 candidate), or, for `slip_share` of the errors in generated text, a format slip the strategy's parser
 must reject. Draws are deterministic per (seed, prompt, how often that prompt was asked), so a re-run
 gives the same answers and a re-prompt with the same text gets a fresh draw.
+
+Recording (`record_path`, "" = off; the training data of a tuned planner, monologue_eval.tune): every
+query a responder answers is appended to that JSONL file as one object
+
+    {"format": <responder name>, "kind": "generate|score|sample", "prompt": <the exact prompt>,
+     "completion": <the CORRECT answer>, "candidates": [<score: the candidates>; else []],
+     "erred": <bool: the error rate replaced the answer given>, "note": <the responder's reason>}
+
+`completion` is the expert's correct answer even when the error rate gave a wrong one (the model is
+to learn recovering from the failures in the prompt, never making them): for generate/sample the
+answer's text cut at the stop strings, for score the candidate the expert prefers (verbatim, the
+prompt's continuation). Queries no responder claims, or without a preference, are not recorded.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import random
@@ -72,7 +85,7 @@ class ExpertBackend:
 
     def __init__(self, truth_dir: str | Path, error_rate: float = 0.0, slip_share: float = 0.25, seed: int = 0,
                  truth_timeout_s: float = 10.0, responders: Sequence[Responder] | None = None,
-                 logger: logging.Logger | None = None) -> None:
+                 logger: logging.Logger | None = None, record_path: str | Path = "") -> None:
         if not str(truth_dir):
             raise ValueError("the expert LLM stand-in needs a truth directory written by a simulated world "
                              "(llm:=expert with a simulated robot sets it); it never runs on a real robot")
@@ -89,6 +102,9 @@ class ExpertBackend:
         self._lock = threading.Lock()
         self.errors_made = 0  # wrong answers and slips given so far
         self.queries = 0
+        self.record_path = Path(record_path) if str(record_path) else None  # None: not recording
+        if self.record_path is not None:
+            self.record_path.parent.mkdir(parents=True, exist_ok=True)
 
     # ----------------------------------------------------------------- helpers --
     def _rng(self, kind: str, prompt: str, extra: str = "") -> random.Random:
@@ -99,14 +115,25 @@ class ExpertBackend:
         return random.Random(f"{self.seed}:{key}:{n}")
 
     def _answer(self, kind: QueryKind, prompt: str, candidates: Sequence[str] = (), stop: Sequence[str] = (),
-                grammar: str | None = None, responder: Responder | None = None) -> Answer:
+                grammar: str | None = None, responder: Responder | None = None) -> tuple[Answer, str]:
+        """The responder's answer and the responder's name."""
         q = Query(kind, prompt, self.truth, tuple(candidates), tuple(stop), grammar)
         responder = responder or first_claiming(self._responders, q)
         ans = responder.answer(q)
         self._log.debug("expert[%s] %s -> %r (%s)", responder.name, kind, ans.text, ans.note)
         with self._lock:
             self.queries += 1
-        return ans
+        return ans, responder.name
+
+    def _record(self, fmt: str, kind: QueryKind, prompt: str, completion: str, candidates: Sequence[str],
+                erred: bool, note: str) -> None:
+        """Append one answered query to `record_path` (when recording): the prompt and the CORRECT answer."""
+        if self.record_path is None:
+            return
+        line = json.dumps({"format": fmt, "kind": kind, "prompt": prompt, "completion": completion,
+                           "candidates": list(candidates), "erred": erred, "note": note}, ensure_ascii=False)
+        with self._lock, self.record_path.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
 
     def _erred(self, rng: random.Random) -> bool:
         bad = self.error_rate > 0.0 and rng.random() < self.error_rate
@@ -127,8 +154,10 @@ class ExpertBackend:
     def generate(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64,
                  grammar: str | None = None) -> Generation:
         t0 = time.perf_counter()
-        ans = self._answer("generate", prompt, stop=stop, grammar=grammar)
+        ans, fmt = self._answer("generate", prompt, stop=stop, grammar=grammar)
         text, reason = _cut(self._text(ans, self._rng("generate", prompt)), stop)
+        correct = _cut(ans.text, stop)[0]
+        self._record(fmt, "generate", prompt, correct, (), text != correct, ans.note)
         toks = _tokens(text)
         if len(toks) > max_tokens:
             text, reason = " ".join(toks[:max_tokens]), "length"
@@ -146,16 +175,17 @@ class ExpertBackend:
         # a format that claims the prompt but cannot answer it is an error, never a silent tie (a tie would
         # favour the shortest line, usually `done`)
         try:
-            ans = self._answer("score", prompt, candidates=candidates, responder=responder)
+            ans, fmt = self._answer("score", prompt, candidates=candidates, responder=responder)
         except NoPreference as e:
             self._log.debug("expert: no preference (%s)", e)
             return self._scores(prompt, candidates, None, t0)
-        chosen = self._pick(ans, candidates)
+        correct = chosen = self._pick(ans, candidates)
         rng = self._rng("score", prompt, "\0".join(candidates))
         if self._erred(rng) and len(candidates) > 1:
             others = [c for c in candidates if c != chosen]
             wrong = [c for c in others if c in ans.wrong]
             chosen = rng.choice(wrong or others)
+        self._record(fmt, "score", prompt, correct, candidates, chosen != correct, ans.note)
         return self._scores(prompt, candidates, chosen, t0)
 
     def _pick(self, ans: Answer, candidates: Sequence[str]) -> str:
@@ -183,13 +213,15 @@ class ExpertBackend:
     def sample(self, prompt: str, stop: Sequence[str] = (), max_tokens: int = 64, n: int = 1,
                temperature: float = 1.0, presence_penalty: float = 0.0, seed: int = 0) -> SampleResult:
         t0 = time.perf_counter()
-        ans = self._answer("sample", prompt, stop=stop)
+        ans, fmt = self._answer("sample", prompt, stop=stop)
+        correct = _cut(ans.text, stop)[0]
         samples = []
         for i in range(n):
             rng = self._rng("sample", prompt, f"{seed}:{i}")
             text, reason = _cut(self._text(ans, rng), stop)
-            lp = GOOD_TOKEN_LOGPROB if text == _cut(ans.text, stop)[0] else -1.5
+            lp = GOOD_TOKEN_LOGPROB if text == correct else -1.5
             samples.append(Sample(text=text, token_logprobs=(lp,) * len(_tokens(text)), finish_reason=reason))
+        self._record(fmt, "sample", prompt, correct, (), any(s.text != correct for s in samples), ans.note)
         return SampleResult(samples=tuple(samples), prompt_tokens=len(_tokens(prompt)),
                             new_tokens_processed=len(_tokens(prompt)), wall_time_s=time.perf_counter() - t0)
 

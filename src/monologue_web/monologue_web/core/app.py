@@ -17,28 +17,100 @@ snapshot on every change, the control endpoints (through a `Controls` port) and 
     GET  /api/bags              recorded bags in bag_dirs with their statistics
     GET  /api/camera.jpg        the current camera frame (detections drawn when perception publishes them)
 
-Control requests carry the token in the `X-Monologue-Token` header (see access.Access).
+    GET  /api/session           a new CSRF value for the page (also set as its SameSite=Strict cookie)
+    POST /api/login             X-Monologue-Token header -> a session cookie (non-loopback binds)
+
+Every request passes Guard: the Host/Origin allow-list, then the rules of access.Access by the kind of
+request (`KINDS`); every response carries headers that forbid framing the page (clickjacking).
 """
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
-from fastapi import FastAPI, Header, HTTPException, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
-from .access import Access
+from .access import TOKEN_HEADER, Access, Kind, Refusal, parse_cookies
 from .history import episode_file, list_episodes, read_episode
 from .media import list_bags
 from .state import MonitorState
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
-TOKEN_HEADER = "X-Monologue-Token"
+KINDS: dict[str, Kind] = {
+    "/api/config": Kind.PUBLIC, "/api/session": Kind.PUBLIC, "/api/login": Kind.LOGIN, "/api/estop": Kind.ESTOP,
+    **{f"/api/{p}": Kind.CONTROL for p in ("instruction", "cancel", "interject", "answer", "approval", "estop_reset")},
+    "/": Kind.PUBLIC, **{"/" + f.name: Kind.PUBLIC for f in STATIC_DIR.iterdir() if f.is_file()},
+}  # any other path: READ
+SECURITY_HEADERS = [
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; connect-src 'self'; "
+                                 b"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+]
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Any], Callable[[Scope], Any]], Any]
+
+
+class Guard:
+    """ASGI middleware: every HTTP request and websocket handshake is checked by Access before the app
+    sees it; refused requests get their status and reason (a websocket: HTTP 403 at the handshake)."""
+
+    def __init__(self, app: ASGIApp, access: Access, logger: logging.Logger) -> None:
+        self.app, self.access, self.logger = app, access, logger
+
+    async def __call__(self, scope: Scope, receive: Callable[[], Any], send: Callable[[Scope], Any]) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers: dict[str, str] = {}
+        repeated = False
+        for raw_name, raw_value in scope.get("headers", []):
+            name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+            if name in headers:
+                if name in ("host", "origin", "x-monologue-csrf", "x-monologue-token"):
+                    repeated = True
+                value = headers[name] + ("; " if name == "cookie" else ", ") + value
+            headers[name] = value
+        client = scope.get("client")
+        address = str(client[0]) if client else "?"
+        path = str(scope.get("path", ""))
+        kind = KINDS.get(path, Kind.READ)
+        navigation = (scope["type"] == "http" and scope.get("method") == "GET"
+                      and headers.get("sec-fetch-mode") == "navigate")
+        refusal = (Refusal(400, "repeated Host, Origin, CSRF or token header") if repeated else
+                   self.access.check(kind, address, headers, parse_cookies(headers.get("cookie", "")), navigation))
+        if refusal is not None:
+            self.logger.warning("refused %s %s from %s: %s", scope.get("method", "WS"), path, address,
+                                refusal.reason)
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            body = json.dumps({"detail": refusal.reason}).encode()
+            extra = [(b"retry-after", str(int(self.access.limiter.window_s)).encode())] \
+                if refusal.status == 429 else []
+            await send({"type": "http.response.start", "status": refusal.status,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode()), *SECURITY_HEADERS, *extra]})
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def send_secured(message: Scope) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message)
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                if path.startswith("/api/") and not any(k.lower() == b"cache-control" for k, _ in message["headers"]):
+                    message["headers"].append((b"cache-control", b"no-store"))
+            await send(message)
+
+        await self.app(scope, receive, send_secured)
 
 
 class ControlError(Exception):
@@ -86,11 +158,8 @@ def create_app(state: MonitorState, controls: Controls, access: Access, transcri
     `camera` gives the current frame as a JPEG (None without one)."""
     app = FastAPI(title="monologue-web", docs_url=None, redoc_url=None, openapi_url=None)
 
-    def control(token: str | None, what: str, act: Any) -> dict[str, Any]:
-        refusal = access.refusal(token)
-        if refusal is not None:
-            logger.warning("refused %s: %s", what, refusal)
-            raise HTTPException(status_code=403, detail=refusal)
+    def control(what: str, act: Any) -> dict[str, Any]:
+        """Carry out a control that Guard let through."""
         try:
             message = act()
         except ControlError as e:
@@ -103,40 +172,61 @@ def create_app(state: MonitorState, controls: Controls, access: Access, transcri
         return state.snapshot()
 
     @app.get("/api/config")
-    def get_config() -> dict[str, Any]:
-        return {"read_only": access.read_only, "needs_token": access.needs_token, "token_env": access.token_env}
+    def get_config(request: Request) -> dict[str, Any]:
+        return {"read_only": access.read_only, "needs_token": access.needs_token, "token_env": access.token_env,
+                "authenticated": access.authenticated(request.cookies), "tls": access.tls}
+
+    @app.get("/api/session")
+    def get_session() -> JSONResponse:
+        """A new CSRF value for this page: in the body for the page, and as the cookie it must match."""
+        value = access.issue_csrf()
+        return JSONResponse({"csrf": value, "cookie": access.csrf_cookie},
+                            headers={"set-cookie": access.cookie_header(access.csrf_cookie, value, http_only=False)})
+
+    @app.post("/api/login")
+    def post_login(request: Request) -> JSONResponse:
+        if not access.needs_token:
+            return JSONResponse({"ok": True, "message": "bound to loopback: no token needed"})
+        client = request.client.host if request.client else "?"
+        refusal = access.try_token(client, request.headers.get(TOKEN_HEADER))
+        if refusal is not None:
+            logger.warning("refused login from %s: %s", client, refusal.reason)
+            raise HTTPException(status_code=refusal.status, detail=refusal.reason)
+        logger.info("login from %s", client)
+        return JSONResponse({"ok": True, "message": "logged in"}, headers={
+            "set-cookie": access.cookie_header(access.session_cookie, access.issue_session(), http_only=True)})
 
     @app.post("/api/instruction")
-    def post_instruction(body: Instruction, x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
+    def post_instruction(body: Instruction) -> dict[str, Any]:
         text = _nonempty(body.text, "empty instruction")
-        return control(x_monologue_token, "instruction",
+        return control("instruction",
                        lambda: controls.send_instruction(text, body.strategy.strip()))
 
     @app.post("/api/cancel")
-    def post_cancel(x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
-        return control(x_monologue_token, "cancel", controls.cancel)
+    def post_cancel() -> dict[str, Any]:
+        return control("cancel", controls.cancel)
 
     @app.post("/api/interject")
-    def post_interject(body: Text, x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
+    def post_interject(body: Text) -> dict[str, Any]:
         text = _nonempty(body.text, "empty text")
-        return control(x_monologue_token, "interjection", lambda: controls.interject(text))
+        return control("interjection", lambda: controls.interject(text))
 
     @app.post("/api/answer")
-    def post_answer(body: Text, x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
+    def post_answer(body: Text) -> dict[str, Any]:
         text = _nonempty(body.text, "empty answer")
-        return control(x_monologue_token, "answer", lambda: controls.answer(text))
+        return control("answer", lambda: controls.answer(text))
 
     @app.post("/api/approval")
-    def post_approval(body: Verdict, x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
-        return control(x_monologue_token, "approval", lambda: controls.approve(body.approve))
+    def post_approval(body: Verdict) -> dict[str, Any]:
+        return control("approval", lambda: controls.approve(body.approve))
 
     @app.post("/api/estop")
-    def post_estop(x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
-        return control(x_monologue_token, "e-stop", controls.estop)
+    def post_estop() -> dict[str, Any]:
+        return control("e-stop", controls.estop)
 
     @app.post("/api/estop_reset")
-    def post_estop_reset(x_monologue_token: str | None = Header(None)) -> dict[str, Any]:
-        return control(x_monologue_token, "e-stop reset", controls.estop_reset)
+    def post_estop_reset() -> dict[str, Any]:
+        return control("e-stop reset", controls.estop_reset)
 
     @app.get("/api/history")
     def get_history() -> list[dict[str, Any]]:
@@ -186,4 +276,5 @@ def create_app(state: MonitorState, controls: Controls, access: Access, transcri
             state.viewer_left()
 
     app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")
+    app.add_middleware(Guard, access=access, logger=logger)
     return app

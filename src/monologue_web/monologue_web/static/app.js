@@ -2,24 +2,66 @@
 // Plain JS, no build step, nothing loaded from elsewhere.
 "use strict";
 const $ = (id) => document.getElementById(id);
-let config = { read_only: false, needs_token: false };
+let config = { read_only: false, needs_token: false, authenticated: true };
+let session = { csrf: "", cookie: "" };
 
 function say(text, error) {
   $("message").textContent = text;
   $("message").className = error ? "error" : "";
 }
 
+// This page's CSRF value (GET /api/session sets it as a SameSite=Strict cookie too); every POST
+// sends it in a header that must match the cookie. Another tab may have set a newer cookie: use that.
+async function newSession() {
+  const r = await fetch("/api/session", { cache: "no-store" });
+  if (r.ok) session = await r.json();
+}
+
+function csrf() {
+  for (const c of document.cookie.split("; ")) {
+    const [k, v] = c.split("=");
+    if (k === session.cookie && v) return v;
+  }
+  return session.csrf;
+}
+
+async function post(path, body, extra) {
+  if (!session.csrf) await newSession();
+  const send = () => fetch(path, { method: "POST", body: JSON.stringify(body || {}),
+    headers: { "Content-Type": "application/json", "X-Monologue-CSRF": csrf(), ...(extra || {}) } });
+  let r = await send();
+  if (r.status === 403) {  // the console restarted (new signing key): a new CSRF value, once
+    const j = await r.clone().json().catch(() => ({}));
+    if ((j.detail || "").startsWith("CSRF")) { await newSession(); r = await send(); }
+  }
+  return r;
+}
+
 async function control(path, body) {
-  const headers = { "Content-Type": "application/json" };
-  const token = $("token").value;
-  if (token) headers["X-Monologue-Token"] = token;
   try {
-    const r = await fetch(path, { method: "POST", headers, body: JSON.stringify(body || {}) });
+    const r = await post(path, body);
     const j = await r.json().catch(() => ({}));
     if (!r.ok) { say(`refused (${r.status}): ${j.detail || r.statusText}`, true); return false; }
     say(j.message || "ok", false);
     return true;
   } catch (e) { say(`request failed: ${e}`, true); return false; }
+}
+
+// Off loopback, reads and control need a session: the token typed here is sent once to /api/login,
+// which sets an HttpOnly session cookie; then the page connects.
+async function login() {
+  const token = $("token").value;
+  if (!token) { say("type the token first", true); return; }
+  try {
+    const r = await post("/api/login", {}, { "X-Monologue-Token": token });
+    const j = await r.json().catch(() => ({}));
+    if (!r.ok) { say(`login refused (${r.status}): ${j.detail || r.statusText}`, true); return; }
+    $("token").value = "";
+    config.authenticated = true;
+    $("token-row").hidden = true;
+    say(j.message || "logged in", false);
+    start();
+  } catch (e) { say(`login failed: ${e}`, true); }
 }
 
 function eventItem(e) {
@@ -241,10 +283,22 @@ async function showEpisode(name) {
   $("viewer-events").replaceChildren(...ep.events.map(eventItem));
 }
 
+let started = false;
+function start() {  // the live view and the lists (off loopback: once logged in)
+  if (started) return;
+  started = true;
+  connect();
+  loadHistory();
+  loadBags();
+}
+
 async function init() {
   try { config = await (await fetch("/api/config")).json(); } catch (e) { /* keep defaults */ }
+  await newSession().catch(() => {});
   $("readonly").hidden = !config.read_only;
-  $("token-row").hidden = !config.needs_token;
+  $("token-row").hidden = !(config.needs_token && !config.authenticated);
+  $("login").onclick = login;
+  $("token").onkeydown = (ev) => { if (ev.key === "Enter") login(); };
   for (const id of ["send", "cancel", "interject", "estop-reset", "send-answer", "approve", "deny"]) $(id).disabled = config.read_only;
   $("approve").onclick = () => control("/api/approval", { approve: true });
   $("deny").onclick = () => control("/api/approval", { approve: false });
@@ -267,8 +321,11 @@ async function init() {
   $("estop").onclick = () => control("/api/estop");
   $("estop-reset").onclick = () => control("/api/estop_reset");
   $("refresh-history").onclick = () => { loadHistory(); loadBags(); };
-  connect();
-  loadHistory();
-  loadBags();
+  if (config.needs_token && !config.authenticated) {
+    $("conn").textContent = "log in with the token";
+    say(`this console needs the token ($${config.token_env}); E-STOP works without it`, false);
+  } else {
+    start();
+  }
 }
 init();

@@ -136,6 +136,7 @@ class SimWorld:
         self._dadr = np.array(self.index.arm_dof)
         self._hold_q = q.copy()
         self._motion: Motion | None = None
+        self._stop_asked = threading.Event()  # stop() waits for the lock: step() yields it between two steps
         self._suction = False
         self._grip: _Grip | None = None
         self._quiet_steps = 0
@@ -169,6 +170,8 @@ class SimWorld:
         """Advance physics by n steps of config.timestep."""
         with self.lock:
             for _ in range(n):
+                if self._stop_asked.is_set():  # a stop is waiting for the lock: let it in between two steps
+                    break
                 self._step_once()
             self.revision += 1
 
@@ -279,13 +282,17 @@ class SimWorld:
 
     def stop(self, message: str = "stopped") -> bool:
         """Abort the running motion at once (the arm holds where it is). True if one was running."""
-        with self.lock:
-            motion = self._motion
-            if motion is None:
-                return False
-            self._end_motion(motion, np.array(self.data.qpos[self._qadr]), ArmError.CANCELED, message)
-            self._wake()
-            return True
+        self._stop_asked.set()  # the physics thread ends its chunk of steps after the current one
+        try:
+            with self.lock:
+                motion = self._motion
+                if motion is None:
+                    return False
+                self._end_motion(motion, np.array(self.data.qpos[self._qadr]), ArmError.CANCELED, message)
+                self._wake()
+                return True
+        finally:
+            self._stop_asked.clear()
 
     def busy(self) -> bool:
         with self.lock:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from geometry_msgs.msg import Pose, PoseStamped, Vector3
 from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, String
 
 from monologue_common.actions import ActionClient
 from monologue_common.qos import LATCHED
@@ -41,6 +42,11 @@ def quat_to_rotvec(x: float, y: float, z: float, w: float) -> tuple[float, float
     return (x / s * angle, y / s * angle, z / s * angle)
 
 
+def goal_key(uuid: Iterable[int]) -> str:
+    """An action goal's id (unique_identifier_msgs/UUID.uuid: 16 bytes) as hex, as `arm/stop` names it."""
+    return bytes(bytearray(int(b) for b in uuid)).hex()
+
+
 def to_pose(p: TcpPose) -> Pose:
     msg = Pose()
     msg.position.x, msg.position.y, msg.position.z = p.x, p.y, p.z
@@ -61,6 +67,10 @@ class RosSimArm:
         """Timeouts in s: `command_timeout_s` for goal acceptance and suction, `motion_timeout_s` per motion."""
         self._node = node
         self._client = ActionClient(node, ArmCommand, "arm/command", callback_group=group)
+        # the simulator's direct stop input (as stopL on a UR), naming the goal it stops (a late message can
+        # never stop a later motion): applied at once, not through the action server's cancel
+        self._stop_pub = node.create_publisher(String, "arm/stop", QoSProfile(depth=10,
+                                                                              reliability=ReliabilityPolicy.RELIABLE))
         self._command_timeout = command_timeout_s
         self._motion_timeout = motion_timeout_s
         self._lock = threading.Lock()
@@ -112,6 +122,7 @@ class RosSimArm:
         with self._lock:
             goal = self._goal
         if goal is not None:
+            self._stop_pub.publish(String(data=goal_key(goal.goal_id.uuid)))  # first: the cancel is slower
             goal.cancel_goal_async()
 
     def tcp_pose(self) -> TcpPose:

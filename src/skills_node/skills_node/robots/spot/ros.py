@@ -28,6 +28,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Bool
 
+from monologue_common.dedicated import DedicatedCallbacks
 from monologue_common.qos import LATCHED
 from monologue_domain.msgs import scene_objects_from_msg
 from monologue_interfaces.msg import RobotStatus, SceneDescription
@@ -59,11 +60,17 @@ class SpotRosBridge:
         self.approval: ApprovalGate | None = (AskHumanApproval(node, s.approval_action, logger)
                                               if s.approval_mode != "off" else None)
         self._status_pub = node.create_publisher(RobotStatus, "robot/status", LATCHED)
-        estop_group = MutuallyExclusiveCallbackGroup()  # never starved by running skills or status reads
+        # The e-stop on a thread of its own (never queued behind the node's executor, a skill or status
+        # reads); the reset (it powers on and stands: seconds) on the node's executor, so it never delays
+        # an e-stop. _estop_lock and _estops order the two: a reset clears only the e-stops before it.
+        self._estop_lock = threading.Lock()
+        self._estops = 0  # e-stops received
+        self._estop_thread = DedicatedCallbacks(node, "estop", logger)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self._estop_sub = node.create_subscription(Bool, "estop", self._on_estop, reliable,
-                                                   callback_group=estop_group)
-        self._reset_srv = node.create_service(ResetEstop, "estop_reset", self._on_reset, callback_group=estop_group)
+                                                   callback_group=self._estop_thread.group)
+        self._reset_srv = node.create_service(ResetEstop, "estop_reset", self._on_reset,
+                                              callback_group=MutuallyExclusiveCallbackGroup())
         self._scene_sub = node.create_subscription(SceneDescription, s.scene_topic, self._on_scene, LATCHED,
                                                    callback_group=ReentrantCallbackGroup())
         self._timer = node.create_timer(1.0 / s.status_rate, self.publish_status,
@@ -75,12 +82,17 @@ class SpotRosBridge:
         if s.camera_mount.rate > 0.0:
             self._mount = SpotMountTfPublisher(node, robot, s.camera_mount)
         self.publish_status()
+        self._estop_thread.start()
 
     def attach(self, backend: SpotKitchenSkills) -> None:
-        self._backend = backend
+        with self._estop_lock:
+            if self._estops:  # an e-stop before the skills existed: they start latched
+                backend.estop_reason, backend.estop_latched = "estop topic", True
+            self._backend = backend
         self.publish_status()
 
     def close(self) -> None:
+        self._estop_thread.close()
         self._timer.cancel()
         if self._camera is not None:
             self._camera.close()
@@ -108,11 +120,14 @@ class SpotRosBridge:
         self._scene.update(scene_objects_from_msg(msg.objects))
 
     def _on_estop(self, msg: Bool) -> None:
-        if not msg.data or self._backend is None:
+        if not msg.data:
             return
-        self._backend.estop_reason = "estop topic"
-        self._backend.estop_latched = True
-        try:
+        with self._estop_lock:
+            self._estops += 1
+            if self._backend is not None:
+                self._backend.estop_reason = "estop topic"
+                self._backend.estop_latched = True
+        try:  # cut even before the skills are attached
             self._robot.estop_cut()
         except SpotFault as e:  # not connected: the robot's own endpoint timeout stops it
             self._log.error("could not cut Spot's software e-stop: %s", e)
@@ -120,7 +135,9 @@ class SpotRosBridge:
 
     def _on_reset(self, _req: ResetEstop.Request, res: ResetEstop.Response) -> ResetEstop.Response:
         backend = self._backend
-        was = backend is not None and backend.estop_latched
+        with self._estop_lock:
+            seen = self._estops
+            was = backend is not None and backend.estop_latched
         try:
             if was:
                 self._robot.estop_release()
@@ -128,8 +145,13 @@ class SpotRosBridge:
             res.success, res.message = False, f"could not release Spot's software e-stop: {e}"
             self.publish_status()
             return res
-        if backend is not None:
-            backend.estop_latched, backend.estop_reason = False, ""
+        with self._estop_lock:
+            if self._estops != seen:  # an e-stop came during the release: it stays latched (and cut)
+                res.success, res.message = False, "an e-stop arrived during the reset: still latched"
+                self.publish_status()
+                return res
+            if backend is not None:
+                backend.estop_latched, backend.estop_reason = False, ""
         res.success = True
         res.message = "e-stop reset" if was else "e-stop was not latched"
         if was:

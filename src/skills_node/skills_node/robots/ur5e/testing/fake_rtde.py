@@ -12,11 +12,15 @@ names, signatures and behaviour where this project depends on it:
 - after a protective or emergency stop commands return False and the control script stops running
   until `reuploadScript()`;
 - a dropped connection makes `isConnected()` false and commands raise RuntimeError; a silent one keeps
-  `isConnected()` true, freezes the data (timestamp) and makes commands block.
+  `isConnected()` true, freezes the data (timestamp) and makes commands block;
+- the controller runs at `control_period` (2 ms: an e-Series controller's 500 Hz): a command (control
+  and IO interface) is taken at the next control cycle, and the call returns then, as ur_rtde's do when
+  the control script has picked the command up. The fake is never faster than the SDK: a stop reaches
+  the simulated arm up to one cycle after it was sent, and `on_command` gets that cycle's wall time.
 Suction: the configured digital output attaches the object under the TCP; a vacuum sensor input bit
 is set while something is held; switching off drops the object on whatever is below it.
 Linear moves do not update the joint positions (no inverse kinematics); joint moves update both.
-Every command is recorded in `FakeUrController.commands` as (method, args).
+Every command is recorded in `FakeUrController.commands` as (method, args), in the cycle it took effect.
 """
 from __future__ import annotations
 
@@ -96,11 +100,13 @@ class FakeUrController:
     vacuum_input_bit: int = 16  # tool digital input 0
     refuse_connect: bool = False
     hang_connect: bool = False
-    on_command: Callable[[str, tuple[Any, ...]], None] | None = None
+    control_period: float = 0.002  # s, the controller's cycle (e-Series: 500 Hz); 0 = commands take effect at once
+    on_command: Callable[[str, tuple[Any, ...], float], None] | None = None  # name, args, wall time (s) taken
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
         self._t_real = time.monotonic()  # real time of the last clock update
+        self._t_start, self._wall_start = self._t_real, time.time()  # the first control cycle (monotonic, wall)
         self._t_sim = 0.0  # simulated time at that moment
         self.q = list(HOME_Q)
         self.pose = TcpPose(0.40, 0.0, 0.30, *DOWN_POSE).as_list()
@@ -194,11 +200,23 @@ class FakeUrController:
             self._t_real = now
             return self._t_sim
 
+    def _next_cycle(self) -> float:
+        """Wait for the controller's next control cycle; its wall time (s). Cycles are counted from the
+        controller's start, whatever the caller's timing (the controller does not wait for anyone)."""
+        period = self.control_period
+        if period <= 0.0:
+            return time.time()
+        now = time.monotonic()
+        cycle = self._t_start + (math.floor((now - self._t_start) / period) + 1) * period
+        time.sleep(cycle - now)  # an overslept caller returns late; the controller took the command at `cycle`
+        return self._wall_start + (cycle - self._t_start)
+
     def _record(self, name: str, *args: Any) -> None:
+        taken = self._next_cycle()
         with self._lock:
             self.commands.append((name, args))
         if self.on_command is not None:
-            self.on_command(name, args)
+            self.on_command(name, args, taken)
 
     def _floor(self, x: float, y: float) -> float:
         """Lowest z the TCP can reach at (x, y): the surface below plus a held object's height."""
@@ -502,10 +520,10 @@ def factories_from_env() -> RtdeFactories:
     log_path = os.environ.get(ENV_LOG, "")
     log_lock = threading.Lock()
 
-    def log(name: str, args: tuple[Any, ...]) -> None:
-        if log_path:
+    def log(name: str, args: tuple[Any, ...], taken: float) -> None:
+        if log_path:  # t: the wall time (s) of the control cycle that took the command
             with log_lock, open(log_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"t": time.time(), "cmd": name, "args": list(args)}) + "\n")
+                f.write(json.dumps({"t": taken, "cmd": name, "args": list(args)}) + "\n")
 
     controller = FakeUrController(
         time_scale=float(spec.get("time_scale", 1.0)),
