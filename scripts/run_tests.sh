@@ -7,8 +7,9 @@
 #      scripts/workspace.py)  (fatal)
 #   4. pytest over src/*/test and test/ (config: pytest.ini at the root), in two sessions: everything that
 #      starts no graph (unit tests, LLM backends, the real embedded model) on 2 pytest-xdist workers
-#      (MONOLOGUE_TEST_WORKERS), then the system tests (`system` mark) on 2 workers, one test module per
-#      worker at a time (MONOLOGUE_SYSTEM_WORKERS; 1 = one at a time); a last line totals both.
+#      (MONOLOGUE_TEST_WORKERS), then the system tests (`system` mark) one at a time
+#      (MONOLOGUE_SYSTEM_WORKERS=2: whole modules on 2 workers; measured slower on 2 cores, because the
+#      longest system tests are CPU-bound on the embedded LLM); a last line totals both.
 #      With arguments, one session of what they select.
 #
 # --fast (`make test-fast`, the developer loop): steps 1-3, then only the unit tests (no system,
@@ -131,10 +132,10 @@ elif [ "$#" -gt 0 ]; then
   run_pytest "selected" "$@" || rc=$?  # what the caller asked for, as one session
 else
   # make test: everything that starts no graph (unit tests, the LLM backends and the real model) on both
-  # cores, then the system tests, whole modules per worker (each test starts its own graph of processes
-  # on its worker's own ROS domain; most of a system test's time is waiting on processes and DDS)
+  # cores, then the system tests one at a time (each starts its own graph of processes). On 2 workers
+  # (each on its own ROS domain) a fresh-clone run took 841 s against about 785 s one at a time.
   run_pytest "unit and LLM tests on $workers workers" -m "not system" -n "$workers" || rc=$?
-  sys_workers="${MONOLOGUE_SYSTEM_WORKERS:-2}"
+  sys_workers="${MONOLOGUE_SYSTEM_WORKERS:-1}"
   if [ "$sys_workers" -gt 1 ]; then
     sys_args=(-n "$sys_workers" --dist loadfile)
   else
