@@ -133,15 +133,17 @@ elif [ "$#" -gt 0 ]; then
 else
   # make test: everything that starts no graph (unit tests, the LLM backends and the real model) on both
   # cores, then the system tests one at a time (each starts its own graph of processes). On 2 workers
-  # (each on its own ROS domain) a fresh-clone run took 841 s against about 785 s one at a time.
+  # (each on its own ROS domain) a fresh-clone run took 841 s against 766 s one at a time.
   run_pytest "unit and LLM tests on $workers workers" -m "not system" -n "$workers" || rc=$?
   sys_workers="${MONOLOGUE_SYSTEM_WORKERS:-1}"
   if [ "$sys_workers" -gt 1 ]; then
     sys_args=(-n "$sys_workers" --dist loadfile)
+    sys_label="system tests on $sys_workers workers"
   else
     sys_args=(-p no:xdist)
+    sys_label="system tests one at a time"
   fi
-  run_pytest "system tests on $sys_workers workers" -m "system" "${sys_args[@]}" || { r=$?; [ "$rc" -eq 0 ] && rc=$r; }
+  run_pytest "$sys_label" -m "system" "${sys_args[@]}" || { r=$?; [ "$rc" -eq 0 ] && rc=$r; }
 fi
 echo "pytest took $(_since "$t_all")s in all"
 echo "total: ${COUNTS[passed]} passed, $(( ${COUNTS[failed]} + ${COUNTS[error]} )) failed, ${COUNTS[skipped]} skipped"
