@@ -54,7 +54,8 @@ DATA_ARGS ?=
 finetune: setup ## data + LoRA training + GGUF export of the tuned planner (ARGS=... to train, DATA_ARGS=... to data; docs/llm.md)
 	cd $(ROOT) && . scripts/env.sh && \
 	  python -m monologue_eval.tune data --out $(FINETUNE_OUT)/data $(DATA_ARGS) && \
-	  python -m monologue_eval.tune train --data $(FINETUNE_OUT)/data --out $(FINETUNE_OUT)/train --max-steps 200 --time-budget-min 80 $(ARGS) && \
+	  python -m monologue_eval.tune train --data $(FINETUNE_OUT)/data --out $(FINETUNE_OUT)/train \
+	    --subset 560 --batch 8 --lr 1e-3 --warmup-steps 5 --mlp --save-every 10 --time-budget-min 60 $(ARGS) && \
 	  python -m monologue_eval.tune export --adapter $(FINETUNE_OUT)/train/adapter \
 	    --out src/monologue_llm/monologue_llm/adapters/gemma3-270m-planner-lora.gguf
 

@@ -7,7 +7,8 @@
 #      scripts/workspace.py)  (fatal)
 #   4. pytest over src/*/test and test/ (config: pytest.ini at the root), in two sessions: everything that
 #      starts no graph (unit tests, LLM backends, the real embedded model) on 2 pytest-xdist workers
-#      (MONOLOGUE_TEST_WORKERS), then the system tests (`system` mark) one at a time
+#      (MONOLOGUE_TEST_WORKERS), then the system tests (`system` mark; collected only from test/ and any
+#      src/*/test whose files mention `mark.system`) one at a time
 #      (MONOLOGUE_SYSTEM_WORKERS=2: whole modules on 2 workers; measured slower on 2 cores, because the
 #      longest system tests are CPU-bound on the embedded LLM); a last line totals both.
 #      With arguments, one session of what they select.
@@ -100,13 +101,15 @@ if [ "${#test_dirs[@]}" -eq 0 ]; then
 fi
 
 workers="${MONOLOGUE_TEST_WORKERS:-2}"
-run_pytest() {  # run_pytest <label> <pytest args...>: one pytest session, its output kept for the summary
+run_pytest() {  # run_pytest <label> <pytest args...>: one pytest session over dirs (default: test_dirs)
   local label="$1" t0 rc
   shift
+  local dirs=("${test_dirs[@]}")
+  [ "${#session_dirs[@]}" -gt 0 ] && dirs=("${session_dirs[@]}")
   t0="$(_now)"
-  echo "==> pytest ($label) ${test_dirs[*]} $*"
+  echo "==> pytest ($label) ${dirs[*]} $*"
   set +e
-  python -m pytest -c "$ROOT/pytest.ini" --rootdir "$ROOT" "${test_dirs[@]}" "$@" 2>&1 | tee "$PYTEST_LOG"
+  python -m pytest -c "$ROOT/pytest.ini" --rootdir "$ROOT" "${dirs[@]}" "$@" 2>&1 | tee "$PYTEST_LOG"
   rc="${PIPESTATUS[0]}"
   set -e
   echo "<== pytest ($label): exit $rc ($(_since "$t0")s)"
@@ -119,6 +122,7 @@ run_pytest() {  # run_pytest <label> <pytest args...>: one pytest session, its o
   done
   return "$rc"
 }
+session_dirs=()  # set: the next run_pytest collects only these directories
 PYTEST_LOG="$(mktemp)"
 trap 'rm -f "$PYTEST_LOG"' EXIT
 declare -A COUNTS=([passed]=0 [failed]=0 [skipped]=0 [error]=0)
@@ -143,7 +147,14 @@ else
     sys_args=(-p no:xdist)
     sys_label="system tests one at a time"
   fi
+  # only the directories that hold system tests (test/, and any src/*/test that marks one): collecting the
+  # ~1,900 unit tests of src/*/test only to deselect them took ~23 s of CPU
+  session_dirs=()
+  for d in "${test_dirs[@]}"; do
+    if [ "$d" = test ] || grep -rqs --include='*.py' 'mark\.system' "$d"; then session_dirs+=("$d"); fi
+  done
   run_pytest "$sys_label" -m "system" "${sys_args[@]}" || { r=$?; [ "$rc" -eq 0 ] && rc=$r; }
+  session_dirs=()
 fi
 echo "pytest took $(_since "$t_all")s in all"
 echo "total: ${COUNTS[passed]} passed, $(( ${COUNTS[failed]} + ${COUNTS[error]} )) failed, ${COUNTS[skipped]} skipped"

@@ -321,6 +321,19 @@ else
   phase_end "(installed)"
 fi
 
+# Optional extra: pyrealsense2 (requirements/camera.txt), where PyPI has a wheel for this platform and Python;
+# elsewhere the camera node reports "no camera" and the rest runs (or use camera_driver: realsense_ros).
+phase_begin "optional: pyrealsense2"
+if "$VPY" -c 'import pyrealsense2' >/dev/null 2>&1; then
+  phase_end "(present)"
+elif "$VPY" -m pip install --no-deps --only-binary=:all: -r "$REQ/camera.txt" >/dev/null 2>&1; then
+  phase_end "(installed)"
+else
+  echo "setup.sh: note: no pyrealsense2 wheel for $(uname -m) / $("$VPY" -c 'import sys; print(sys.version.split()[0])'):" \
+       "the RealSense node will report 'no camera'; run realsense2_camera with camera_driver: realsense_ros" >&2
+  phase_end "(no wheel for this platform)"
+fi
+
 if [ "$WRITE_LOCK" = 1 ]; then
   [ "$MODE" = "wheels" ] || die "--write-lock only makes sense on the PyPI-wheels path"
   phase_begin "write lock"

@@ -1,5 +1,8 @@
-"""`monologue-bench` end to end: the real graph with the embedded LLM, 1 episode x 2 tasks x 1 variant,
-then a rerun that resumes (nothing left to run) and rebuilds the same report."""
+"""`monologue-bench` end to end: the real graph (the MuJoCo tabletop) with the expert stand-in (`--llm expert`),
+1 episode x 2 tasks x 1 variant, then a rerun that resumes (nothing left to run) and rebuilds the same report.
+The bench's mechanics (store, resume, report, chart, progress) do not depend on the model, so no model is
+loaded here; the embedded model plans through the graph in test_graph_system.py, test_sim_camera_system.py
+(MuJoCo) and test_kitchen_bench_system.py (a bench suite)."""
 from __future__ import annotations
 
 import json
@@ -16,8 +19,8 @@ from monologue_domain.tasks import Body, sample_task
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
-# Seed 7 draws small scenes for both tasks (2 blocks, at most 1 bowl), so each LLM step scores few lines.
-ARGS = ["--episodes", "1", "--tasks", "pick_place,stack", "--variants", "im_object_success", "--seed", "7",
+# Seed 7 draws small scenes for both tasks (2 blocks, at most 1 bowl).
+ARGS = ["--llm", "expert", "--episodes", "1", "--tasks", "pick_place,stack", "--variants", "im_object_success", "--seed", "7",
         "--max-steps", "4"]
 
 
@@ -39,7 +42,7 @@ def test_bench_runs_two_tasks_and_writes_table_json_chart_then_resumes(ros_domai
     first_s = time.monotonic() - t0
 
     data = json.loads((out / "results.json").read_text())
-    assert data["settings"] == {"llm": "embedded", "seed": 7, "strategy": "scoring", "affordances": False,
+    assert data["settings"] == {"llm": "expert", "seed": 7, "strategy": "scoring", "affordances": False,
                                 "place_noise_m": 0.02, "max_steps": 4, "wording": "original", "params": ""}
     episodes = data["episodes"]
     assert [(e["task"], e["variant"], e["index"]) for e in episodes] == [

@@ -1,8 +1,13 @@
-"""`monologue-bench --suite cape` end to end: the real graph (robot sim_household) with the embedded LLM,
+"""`monologue-bench --suite cape` end to end: the real graph (robot sim_household) with the expert stand-in,
 CAPE's first Spot task in the lab scene x the SayCan baselines (perfect and noisy affordances: the planner
 restarts per variant, the world per episode with its oracle) x 1 episode (2 steps at most), each scored
 from its transcript and the final ground truth; then a rerun that resumes (nothing left to run) and
 rebuilds the same report. Spot starts sitting: the perfect oracle leaves only "stand up" for the first step.
+
+The expert stand-in (`--llm expert`) plans: what is checked here is the suite's harness (planner restarts,
+oracles, scoring from transcripts and ground truth, report, resume), which does not depend on the model, and
+no model is loaded (the planner restarts per variant: the embedded model loaded twice). The embedded model runs SayCan through a
+bench suite in test_kitchen_bench_system.py and CAPE through the graph on Spot in test_cape_robots_system.py.
 
 The CAPE variants are not run here: CAPE first embeds the scene's ~420 admissible actions, minutes on a
 loaded 2-core machine. The `cape` strategy runs through the graph in test_demo_cape_system.py (kitchen) and
@@ -32,7 +37,7 @@ from monologue_eval.core.kitchen_bench import transcript_events
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-ARGS = ["--suite", "cape", "--families", "paper", "--instructions", "1", "--variants", "saycan_perfect,saycan_noisy",
+ARGS = ["--suite", "cape", "--llm", "expert", "--families", "paper", "--instructions", "1", "--variants", "saycan_perfect,saycan_noisy",
         "--episodes", "1", "--max-steps", "2", "--seed", "3"]
 
 
@@ -65,7 +70,7 @@ def test_cape_suite_runs_the_saycan_baselines_scores_them_and_resumes(ros_domain
 
     task = load_cape_suite(REPO / "config").by_key()["paper_run_lab"]
     data = json.loads((out / "results.json").read_text())
-    assert data["settings"] == {"suite": "cape", "llm": "embedded", "seed": 3, "max_steps": 2}
+    assert data["settings"] == {"suite": "cape", "llm": "expert", "seed": 3, "max_steps": 2}
     records = {r["episode"]["variant"]: r for r in data["records"]}
     assert set(records) == {"saycan_perfect", "saycan_noisy"}, logs
     for variant, rec in records.items():

@@ -22,13 +22,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def slow_graph(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, object]]:
-    """Skills that take 1 s per motion phase, so a cancel lands mid-skill."""
+    """Skills that take 1 s per motion phase, so a cancel lands mid-skill. The expert stand-in plans (these
+    tests need a planner that acts, not the model's choices; the embedded model takes interjections in
+    test_human_scenarios_system.py's "please stop"), so no model is loaded and each step is planned at once."""
     from monologue_bringup.up import Supervisor
 
     from .conftest import GraphLog
 
     log = GraphLog()
-    sup = Supervisor("sim_kinematic", "embedded", config_dir=REPO / "config", sink=log, node_params={
+    sup = Supervisor("sim_kinematic", "expert", config_dir=REPO / "config", sink=log, node_params={
         "skills": {"sim.seed": "5", "sim.num_blocks": "2", "sim.phase_duration": "1.0"},
         "planner": {"transcript_dir": str(tmp_path_factory.mktemp("transcripts"))},
     })

@@ -1,5 +1,9 @@
 """perception_node in `source: camera` mode as a real process over DDS: synthetic RGB-D frames and
-CameraInfo in, scene description (visible/occluded), RViz markers and diagnostics out."""
+CameraInfo in, scene description (visible/occluded), RViz markers and diagnostics out. The frames come as
+the official realsense2_camera node publishes them (`camera_driver: realsense_ros`): on
+/camera/camera/color/image_raw, /camera/camera/aligned_depth_to_color/image_raw and
+/camera/camera/color/camera_info, the images with the SENSOR_DATA QoS (best effort; a reliable reader would
+not match them), camera_info with the default QoS."""
 from __future__ import annotations
 
 import math
@@ -43,7 +47,8 @@ def perception(ros_domain: int, scenes: dict[str, object]) -> Iterator[subproces
     proc = subprocess.Popen(
         [sys.executable, "-c", "from perception_node.node import main; main()", "--ros-args",
          "--params-file", str(REPO / "config" / "monologue.yaml"),
-         "-p", "source:=camera", "-p", "detector:=oracle", "-p", "process_rate:=4.0", "-p", "refresh_timeout:=5.0",
+         "-p", "source:=camera", "-p", "camera_driver:=realsense_ros", "-p", "detector:=oracle",
+         "-p", "process_rate:=4.0", "-p", "refresh_timeout:=5.0",
          "-p", f"static_camera_pose:=[{', '.join(f'{v:.9f}' for v in pose)}]"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -75,9 +80,11 @@ def test_camera_mode_grounds_objects_and_tracks_occlusion(perception: subprocess
     ex.add_node(node)
     try:
         k = scenes["k"]
-        pub_c = node.create_publisher(Image, "camera/color/image_raw", 2)
-        pub_d = node.create_publisher(Image, "camera/aligned_depth_to_color/image_raw", 2)
-        pub_i = node.create_publisher(CameraInfo, "camera/color/camera_info", 2)
+        from rclpy.qos import qos_profile_sensor_data
+
+        pub_c = node.create_publisher(Image, "/camera/camera/color/image_raw", qos_profile_sensor_data)
+        pub_d = node.create_publisher(Image, "/camera/camera/aligned_depth_to_color/image_raw", qos_profile_sensor_data)
+        pub_i = node.create_publisher(CameraInfo, "/camera/camera/color/camera_info", 10)
         pub_gt = node.create_publisher(SceneDescription, "sim/ground_truth", LATCHED)
         markers: list[MarkerArray] = []
         diags: list[DiagnosticArray] = []

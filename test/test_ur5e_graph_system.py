@@ -3,7 +3,8 @@ hardware boundaries only: the fake UR5e behind ur_rtde's API (skills_node.robots
 pyrealsense2 SDK under the RealSense publisher (perception_node.testing.fake_pyrealsense2). Perception
 runs its camera source with an open-vocabulary detector (a tiny random-weight OWL-ViT built here: no
 download, no oracle) and must report objects where the wrist camera looks, its pose from the arm's /tf
-(the skills node's base_link -> tool0 and hand-eye calibration); nothing publishes sim/ground_truth."""
+(the skills node's base -> tool0 -> camera_link from the hand-eye calibration, the camera node's camera_link ->
+camera_color_optical_frame), in ur_rtde's frame `base`; nothing publishes sim/ground_truth."""
 from __future__ import annotations
 
 import json
@@ -123,7 +124,7 @@ def test_ur5e_graph_perceives_objects_from_the_camera(ur5e_graph: tuple[Any, lis
         res = call(describe, DescribeScene.Request(refresh=False))
         assert res.success, res.message
         scene = res.scene
-        assert scene.source == "owlvit" and scene.header.frame_id == "base_link"  # not the oracle
+        assert scene.source == "owlvit" and scene.header.frame_id == "base"  # not the oracle; ur_rtde's frame
         names = [o.name for o in scene.objects]
         assert names and set(names) <= set(candidates) and all(o.visible for o in scene.objects)
         cx, cy, cz = wrist_camera_position()

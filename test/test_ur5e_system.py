@@ -45,8 +45,14 @@ def ur5e_skills(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> It
     env["MONOLOGUE_FAKE_RTDE"] = json.dumps({"time_scale": 5.0, "objects": [
         {"name": n, "x": x, "y": y, "size": s} for n, _c, x, y, s in OBJECTS]})
     env["MONOLOGUE_FAKE_RTDE_LOG"] = str(log_path)
+    from perception_node.testing.fake_pyrealsense2 import write_absent_shim
+
+    no_sdk = write_absent_shim(log_path.parent / "no_sdk")  # as on a platform without a pyrealsense2 wheel
+    env["PYTHONPATH"] = os.pathsep.join([str(no_sdk), env.get("PYTHONPATH", "")])
     lines: list[str] = []
-    sup = Supervisor("ur5e", "embedded", config_dir=REPO / "config", sink=lines.append, env=env, nodes=["skills"],
+    # the camera node without pyrealsense2 (an optional wheel; hidden by the shim) stays up, saying so once
+    sup = Supervisor("ur5e", "embedded", config_dir=REPO / "config", sink=lines.append, env=env,
+                     nodes=["camera", "skills"],
                      node_params={"skills": {
                          "ur5e.rtde_factory": "skills_node.robots.ur5e.testing.fake_rtde:factories_from_env",
                          "ur5e.probe": "false", "ur5e.contact.speed": "0.05", "ur5e.grip_delay": "0.05",
@@ -56,7 +62,7 @@ def ur5e_skills(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> It
         yield sup, log_path, lines
     finally:
         codes = sup.stop()
-        assert codes["skills"] in (0, -2, -15, 130), "\n".join(lines[-50:])
+        assert codes["skills"] in (0, -2, -15, 130) and codes["camera"] in (0, -2, -15, 130), "\n".join(lines[-50:])
 
 
 class Probe:
@@ -80,6 +86,13 @@ class Probe:
         self.node.create_subscription(TFMessage, "/tf_static", self.tf_static.append,
                                       QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.scene_pub = self.node.create_publisher(SceneDescription, "scene/description", LATCHED)
+        # a camera's camera_info, as the skills node watches for it (robot/status says "no camera" without)
+        from sensor_msgs.msg import CameraInfo
+
+        self.camera_on = True
+        info_pub = self.node.create_publisher(CameraInfo, "camera/color/camera_info", 5)
+        self.node.create_timer(0.2, lambda: info_pub.publish(CameraInfo(width=640, height=480))
+                               if self.camera_on else None)
         self.estop_pub = self.node.create_publisher(Bool, "estop", 10)
         self.skill = ActionClient(self.node, ExecuteSkill, "execute_skill")
         self.affordances = self.node.create_client(GetAffordances, "get_affordances")
@@ -98,7 +111,7 @@ class Probe:
 
     def publish_scene(self) -> None:
         cubes = tuple(SceneObject(n, c, (x, y, s), (s, s, s)) for n, c, x, y, s in OBJECTS)
-        self.scene_pub.publish(scene_to_msg(Scene("base_link", 0.0, "test", cubes)))
+        self.scene_pub.publish(scene_to_msg(Scene("base", 0.0, "test", cubes)))  # ur_rtde's frame
 
     def call(self, client: Any, request: Any) -> Any:
         assert client.wait_for_service(timeout_sec=20.0)
@@ -211,21 +224,61 @@ def test_estop_topic_latches_until_reset(ur5e_skills: tuple[Any, Path, list[str]
 
 
 def test_the_arm_and_its_wrist_camera_are_on_tf(probe: Probe) -> None:
-    """base_link -> tool0 from the measured TCP pose (tool down, 0.16 m TCP offset: the flange 0.16 m above the
-    TCP) and the hand-eye calibration as the static tool0 -> camera_color_optical_frame, for perception."""
+    """ur_description's frames: base -> tool0 from the measured TCP pose (tool down, 0.16 m TCP offset: tool0 0.16 m
+    above the TCP), static base_link -> base, tool0 -> flange and tool0 -> camera_link, which with the camera
+    driver's camera_link -> camera_color_optical_frame is the hand-eye calibration (test/test_ur5e_frames.py
+    checks the chain against the UR URDF and the simulator's arm)."""
+    from skills_node.core import frames
+
     probe.wait_for("/tf and /tf_static", lambda: bool(probe.tf) and bool(probe.tf_static) and bool(probe.status))
     t = probe.tf[-1].transforms[0]
-    assert (t.header.frame_id, t.child_frame_id) == ("base_link", "tool0")
+    assert (t.header.frame_id, t.child_frame_id) == ("base", "tool0")
+    assert probe.status[-1].header.frame_id == "base"  # tcp_pose in ur_rtde's frame
 
     def flange_over_tcp() -> bool:
         """The newest /tf and the newest robot/status agree (they are sampled apart: wait for a resting arm)."""
         p, tcp = probe.tf[-1].transforms[0].transform.translation, probe.status[-1].tcp_pose  # m
         return all(abs(a - b) < 1e-3 for a, b in zip((p.x, p.y, p.z), (tcp[0], tcp[1], tcp[2] + 0.16)))
 
-    probe.wait_for("/tf's flange 0.16 m above robot/status's TCP", flange_over_tcp, timeout_s=10.0)
+    probe.wait_for("/tf's tool0 0.16 m above robot/status's TCP", flange_over_tcp, timeout_s=10.0)
     tcp = probe.status[-1].tcp_pose  # m, rad
     # the arm rests with the tool pointing down: a half turn about a horizontal axis
     assert math.hypot(tcp[3], tcp[4], tcp[5]) == pytest.approx(math.pi, abs=1e-3) and abs(tcp[5]) < 1e-3
-    s = probe.tf_static[-1].transforms[0]
-    assert (s.header.frame_id, s.child_frame_id) == ("tool0", "camera_color_optical_frame")
-    assert (s.transform.translation.y, s.transform.translation.z) == pytest.approx((-0.075, 0.035))
+    static = {(s.header.frame_id, s.child_frame_id): s.transform for s in probe.tf_static[-1].transforms}
+    assert set(static) == {("base_link", "base"), ("tool0", "flange"), ("tool0", "camera_link")}
+    assert static[("base_link", "base")].rotation.z == pytest.approx(1.0)  # pi about z
+    c = static[("tool0", "camera_link")]
+    link = ((c.translation.x, c.translation.y, c.translation.z),
+            (c.rotation.x, c.rotation.y, c.rotation.z, c.rotation.w))
+    optical = frames.compose(link, frames.OPTICAL_IN_LINK)  # + our RealSense publisher's camera_link -> optical
+    assert frames.close(optical, ((0.0, -0.075, 0.035), (0.0, 0.0, 0.0, 1.0)), 1e-6, 1e-6)  # ur5e.hand_eye
+
+
+def test_a_scene_in_another_frame_is_not_picked_from(probe: Probe, ur5e_skills: tuple[Any, Path, list[str]]) -> None:
+    """Perception's scene in base_link (x and y turned around from ur_rtde's base) must not become targets."""
+    _, _, lines = ur5e_skills
+    probe.wait_for("the scene's objects", lambda: bool(probe.call(probe.affordances, GetAffordances.Request()).objects))
+    cubes = (SceneObject("turned block", "block", (-0.45, -0.10, 0.04), (0.04, 0.04, 0.04)),)
+    probe.scene_pub.publish(scene_to_msg(Scene("base_link", 0.0, "test", cubes)))
+    probe.wait_for("the skills node refusing the scene",
+                   lambda: any("scene description in frame 'base_link' ignored" in line for line in lines))
+    objects = probe.call(probe.affordances, GetAffordances.Request()).objects
+    assert "turned block" not in objects and "red block" in objects
+    probe.publish_scene()  # the latched scene again, for any later test
+
+
+def test_without_a_camera_the_graph_stays_up_and_robot_status_says_no_camera(
+        probe: Probe, ur5e_skills: tuple[Any, Path, list[str]]) -> None:
+    """pyrealsense2 is not installed here: the camera node logs one line and keeps running; once no camera_info
+    has come for ur5e.camera.timeout (5 s), robot/status is not ok with "no camera" (the web page shows the fault);
+    camera_info again: ok."""
+    sup, _, lines = ur5e_skills
+    probe.camera_on = False
+    probe.wait_for("robot/status saying no camera", lambda: "no camera" in probe.status[-1].fault, timeout_s=30.0)
+    st = probe.status[-1]
+    assert not st.ok and st.connected and "camera/color/camera_info" in st.fault, st.fault
+    assert not sup.dead(), sup.dead()  # the camera node too
+    camera_errors = [line for line in lines if line.startswith("[camera]") and "ERROR" in line]
+    assert len(camera_errors) == 1 and "no camera: pyrealsense2 is not installed" in camera_errors[0], camera_errors
+    probe.camera_on = True
+    probe.wait_for("robot/status ok with the camera back", lambda: probe.status[-1].ok, timeout_s=30.0)

@@ -33,6 +33,8 @@ setup(
     entry_points={
         'console_scripts': [
             'monologue-up = monologue_bringup.up:main',
+            'monologue-calibrate = monologue_bringup.calibrate:main',
+            'monologue-check = monologue_bringup.check_cli:main',
             'monologue-human = monologue_bringup.human:main',
             'monologue-keystore = monologue_bringup.keystore:main',
             'monologue-keys = monologue_bringup.keystore:main',

@@ -18,7 +18,10 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'skills_node = skills_node.node:main'
+            'skills_node = skills_node.node:main',
+            'fake_spot = skills_node.robots.spot.testing.serve:main',
+            'fake_ur_controller = skills_node.robots.ur5e.testing.fake_controller:main',
+            'fake_ur_truth = skills_node.robots.ur5e.testing.fake_tabletop_truth:main',
         ],
     },
 )

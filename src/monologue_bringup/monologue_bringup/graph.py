@@ -124,10 +124,32 @@ def robot_params(robot: str, config_dir: Path | None = None) -> dict[str, dict[s
 
 
 def graph_for(robot: str, mode: str = LIVE, record: bool = False,
-              config_dir: Path | None = None, web: bool = False, foxglove: bool = False) -> tuple[NodeSpec, ...]:
+              config_dir: Path | None = None, web: bool = False, foxglove: bool = False,
+              node_params: Mapping[str, Mapping[str, str]] | None = None) -> tuple[NodeSpec, ...]:
     """The nodes of a LIVE or REPLAY run for `robot`, in start order (the recorder too if recorded, the
-    web monitor too if `web`, the Foxglove bridge too if `foxglove`)."""
-    return _pick(all_nodes(robot, config_dir), mode, record, web, foxglove)
+    web monitor too if `web`, the Foxglove bridge too if `foxglove`). With perception's `camera_driver:
+    realsense_ros` (its YAML, or `node_params`) our RealSense publisher is not started: the user runs the
+    official realsense2_camera node."""
+    specs = _pick(all_nodes(robot, config_dir), mode, record, web, foxglove)
+    if camera_driver(robot, config_dir, node_params) == "realsense_ros":
+        specs = tuple(s for s in specs if s.executable != REALSENSE_PUBLISHER)
+    return specs
+
+
+REALSENSE_PUBLISHER = "realsense_publisher"  # perception_node's pyrealsense2 publisher
+
+
+def camera_driver(robot: str, config_dir: Path | None = None,
+                  node_params: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """Perception's `camera_driver` for `robot`: `node_params` (a -p override), else its parameter files."""
+    given = (node_params or {}).get("perception", {}).get("camera_driver")
+    if given is not None:
+        return str(given)
+    from monologue_common.core.settings import parameters_from_files
+
+    d = _table_dir(config_dir)
+    files = [d / "monologue.yaml", *(d / f for f in robot_entry(robot, config_dir).robot_files)]
+    return str(parameters_from_files([f for f in files if f.is_file()], "perception").get("camera_driver", ""))
 
 
 def all_nodes(robot: str, config_dir: Path | None = None) -> tuple[NodeSpec, ...]:

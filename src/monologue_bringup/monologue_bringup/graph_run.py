@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
+from .dryrun import DryRun
+from .dryrun import plan as dryrun_plan
 from .graph import (
     EXPERT,
     LIVE,
@@ -49,16 +51,30 @@ class GraphRun:
         web: bool = False,
         foxglove: bool = False,
         keystore: Path | None = None,
+        fake: bool = False,
     ) -> None:
         """`nodes` defaults to the nodes of `mode` (graph.select); `record` adds the recorder writing
         into that bag directory (its parameters are merged under `node_params`); `web` adds the web
         monitor (its history follows the planner's transcript_dir unless given); `foxglove` adds the Foxglove bridge;
         `keystore` runs every node with DDS Security (SROS2, Enforce) in its enclave of that keystore
-        (monologue-keystore; the in-process graph in /monologue/container); ValueError if it lacks one."""
+        (monologue-keystore; the in-process graph in /monologue/container); ValueError if it lacks one.
+        `fake` is the dry run (dryrun.plan): the robot's fakes run as processes started before the nodes, and
+        the nodes get the parameters and environment that point them at the fakes (`node_params` still win)."""
         self.robot, self.llm = robot, llm
         self.config_dir = config_dir or default_config_dir()
         self.record = record
         self.node_params: dict[str, dict[str, str]] = {}
+        self.dry_run: DryRun | None = None
+        if fake:
+            if self.in_process:
+                raise ValueError("fake:=true runs the fakes as processes beside the nodes; use container:=false")
+            base = dict(os.environ if env is None else env)
+            self.dry_run = dryrun_plan(robot, Path(tempfile.mkdtemp(prefix="monologue-dryrun-")), self.config_dir,
+                                       base)
+            merged = {k: dict(v) for k, v in self.dry_run.node_params.items()}
+            for k, v in (node_params or {}).items():
+                merged.setdefault(k, {}).update(v)
+            node_params = merged
         if record is not None:
             kept = ("transcript_dir",) + (("llm.cassette_path", "llm.cassette_mode") if mode == LIVE else ())
             moved = sorted(k for k in kept if k in (node_params or {}).get("planner", {}))
@@ -85,7 +101,8 @@ class GraphRun:
         self.log_level = log_level
         every = all_nodes(robot, self.config_dir)
         chosen = (list(nodes) if nodes is not None
-                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir, web, foxglove)])
+                  else [s.name for s in graph_for(robot, mode, record is not None, self.config_dir, web, foxglove,
+                                                  self.node_params)])
         planner_dir = self.node_params.get("planner", {}).get("transcript_dir")
         if "web" in chosen and planner_dir:
             self.node_params.setdefault("web", {}).setdefault("transcript_dir", planner_dir)

@@ -34,12 +34,14 @@ from typing import Self
 
 from monologue_bag.core.layout import bag_files_in
 
+from .dryrun import fake_command
 from .graph import (
     LLMS,
     RECORD,
     ROBOTS,
     NodeSpec,
     parse_launch_args,
+    robot_entry,
     ros_args,
     scene_node,
 )
@@ -75,6 +77,11 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("secure", OFF, "DDS Security (SROS2): true runs every node in its enclave of keystore:= "
                    "(authentication, encryption, access control; docs/security.md)", SECURITY_CHOICES),
     LaunchArgument("keystore", "", "The SROS2 keystore for secure:=true (made by monologue-keystore)"),
+    LaunchArgument("fake", "false", "Dry run of a real robot (ur5e, spot, spot_realsense): its fakes run as "
+                   "processes of the graph, everything else unchanged (monologue_bringup.dryrun; docs/ur5e.md)",
+                   ("true", "false")),
+    LaunchArgument("preflight", "true", "Run monologue-check's checks before the nodes start (real robots and "
+                   "fake:=true; false skips them)", ("true", "false")),
 )
 
 
@@ -136,17 +143,21 @@ def middleware_security_error(env: dict[str, str] | None = None) -> str | None:
     return None if probe.available else probe.explain()
 
 
-def executable_path(spec: NodeSpec) -> Path:
-    """`<prefix>/lib/<package>/<executable>` as `ros2 run` would find it."""
+def package_prefix(package: str) -> Path:
+    """The install prefix of `package`; RuntimeError if it is not built or sourced."""
     from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 
     try:
-        prefix = Path(get_package_prefix(spec.package))
+        return Path(get_package_prefix(package))
     except PackageNotFoundError as e:
         raise RuntimeError(
-            f"package {spec.package!r} is not built or not sourced; run `make setup` and "
+            f"package {package!r} is not built or not sourced; run `make setup` and "
             f"`. scripts/env.sh`") from e
-    exe = prefix / "lib" / spec.package / spec.executable
+
+
+def executable_path(spec: NodeSpec) -> Path:
+    """`<prefix>/lib/<package>/<executable>` as `ros2 run` would find it."""
+    exe = package_prefix(spec.package) / "lib" / spec.package / spec.executable
     if not exe.is_file():
         raise RuntimeError(f"executable {exe} not found; rebuild with `make build`")
     return exe
@@ -155,9 +166,12 @@ def executable_path(spec: NodeSpec) -> Path:
 class Supervisor(GraphRun):
     """Runs every node of the robot's graph (graph_for) as a child process; usable as a context manager."""
 
+    ready_timeout_s = 60.0  # s a fake process may take to serve (a loaded machine)
+
     def _init_state(self) -> None:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._threads: list[threading.Thread] = []
+        self.preflight: Callable[[], list[str]] | None = None  # problems (one line each) that refuse the start
 
     def commands(self) -> dict[str, list[str]]:
         return {
@@ -167,16 +181,58 @@ class Supervisor(GraphRun):
             for s in self.specs
         }
 
+    def fake_commands(self) -> dict[str, list[str]]:
+        """The dry run's fake processes (fake:=true), in start order."""
+        if self.dry_run is None:
+            return {}
+        return {p.name: fake_command(p, package_prefix(p.package)) for p in self.dry_run.processes}
+
     def start(self) -> Self:
-        for name, cmd in self.commands().items():
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
-            self.procs[name] = proc
-            t = threading.Thread(target=self._pump, args=(name, proc), daemon=True)
-            t.start()
-            self._threads.append(t)
-            self.sink(f"[up] started {name} (pid {proc.pid})")
+        """The fakes (fake:=true) first, until each serves; then the preflight, if set (RuntimeError naming its
+        problems: no node starts); then the nodes."""
+        commands = self.commands()  # fails before anything starts (a package not built)
+        try:
+            if self.dry_run is not None:
+                self.dry_run.write_files()
+                for name, cmd in self.fake_commands().items():
+                    self._spawn(name, cmd)
+                for p in self.dry_run.processes:
+                    self._wait_ready(p.name, Path(p.ready_file) if p.ready_file else None)
+                    if p.port_param is not None:  # the port the fake bound, for the node that connects to it
+                        node, param = p.port_param
+                        self.node_params.setdefault(node, {})[param] = Path(p.ready_file).read_text().split()[0]
+                commands = self.commands()
+            if self.preflight is not None:
+                problems = self.preflight()
+                if problems:
+                    raise RuntimeError("preflight failed (preflight:=false skips it):\n  " + "\n  ".join(problems))
+        except BaseException:
+            self.stop()  # the fakes already started
+            raise
+        for name, cmd in commands.items():
+            self._spawn(name, cmd)
         return self
+
+    def _spawn(self, name: str, cmd: list[str]) -> None:
+        extra = self.dry_run.node_env.get(name, {}) if self.dry_run is not None else {}
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env={**self.env, **extra}, start_new_session=True)
+        self.procs[name] = proc
+        t = threading.Thread(target=self._pump, args=(name, proc), daemon=True)
+        t.start()
+        self._threads.append(t)
+        self.sink(f"[up] started {name} (pid {proc.pid})")
+
+    def _wait_ready(self, name: str, ready: Path | None) -> None:
+        """Until the fake `name` has created `ready` (bounded); RuntimeError if it exits or takes too long."""
+        deadline = time.monotonic() + self.ready_timeout_s
+        while ready is not None and not ready.exists():
+            code = self.procs[name].poll()
+            if code is not None:
+                raise RuntimeError(f"fake {name} exited with code {code} before serving; see its output above")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fake {name} did not serve within {self.ready_timeout_s:.0f} s")
+            time.sleep(0.05)
 
     def _pump(self, name: str, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
@@ -190,10 +246,13 @@ class Supervisor(GraphRun):
     def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
         """SIGINT, then SIGTERM, then SIGKILL, each after `timeout_s` (s). Returns exit codes.
 
-        Recorders stop last, so they still record what the other nodes publish while stopping."""
+        Recorders stop after the other nodes, so they still record what those publish while stopping; the
+        dry run's fakes stop last (the nodes still talk to them while stopping: the lease, the arm)."""
         last = {s.name for s in self.specs if RECORD in s.runs_in}
-        self._signal([p for n, p in self.procs.items() if n not in last], timeout_s)
+        fakes = {p.name for p in self.dry_run.processes} if self.dry_run is not None else set()
+        self._signal([p for n, p in self.procs.items() if n not in last | fakes], timeout_s)
         self._signal([p for n, p in self.procs.items() if n in last], timeout_s)
+        self._signal([p for n, p in self.procs.items() if n in fakes], timeout_s)
         for t in self._threads:
             t.join(timeout=2.0)
         codes = {n: p.wait() for n, p in self.procs.items()}
@@ -281,16 +340,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"secure:=true: {error}")
         sup = runner(values["robot"], values["llm"], ns.config_dir, node_params,
                      log_level=values["log_level"], record=record, web=values["web"] == "true",
-                     foxglove=values["foxglove"] == "true", keystore=keystore)
+                     foxglove=values["foxglove"] == "true", keystore=keystore, fake=values["fake"] == "true")
     except ValueError as e:
         print(f"monologue-up: {e}", file=sys.stderr)
         return 2
+    set_preflight(sup, values)
 
     def node_exited(dead: dict[str, int]) -> int:
         sup.sink(f"[up] node(s) exited: {dead}; stopping the graph")
         return 1
 
     return run_until_signal(sup, "monologue-up", node_exited)
+
+
+def set_preflight(sup: GraphRun, values: dict[str, str]) -> None:
+    """monologue-check's checks before the nodes start, for a real robot or a dry run (preflight:=true)."""
+    if values.get("preflight", "true") != "true" or robot_entry(sup.robot, sup.config_dir).simulated:
+        return
+    if not isinstance(sup, Supervisor):
+        sup.sink("[up] container:=true: no preflight; run monologue-check first")
+        return
+
+    def preflight() -> list[str]:
+        from .check import fake_checks, run_checks
+
+        findings = (fake_checks(sup, ()) if sup.dry_run is not None
+                    else run_checks(sup.robot, sup.llm, sup.config_dir, sup.node_params, env=sup.env))
+        for f in findings:
+            sup.sink(f"[preflight] {f.line()}")
+        return [f.line() for f in findings if f.fails]
+
+    sup.preflight = preflight
 
 
 def run_until_signal(sup: GraphRun, prog: str, node_exited: Callable[[dict[str, int]], int]) -> int:

@@ -39,7 +39,7 @@ def _stand_ins() -> dict[str, ModuleType]:
     kinds = {
         "launch": ["LaunchDescription"],
         "launch.actions": ["DeclareLaunchArgument", "OpaqueFunction", "RegisterEventHandler", "SetEnvironmentVariable",
-                           "Shutdown", "IncludeLaunchDescription"],
+                           "Shutdown", "IncludeLaunchDescription", "ExecuteProcess"],
         "launch.event_handlers": ["OnProcessExit"],
         "launch.launch_description_sources": ["PythonLaunchDescriptionSource"],
         "launch_ros.actions": ["Node"],
@@ -78,7 +78,7 @@ def _context(**values: str) -> dict[str, str]:
 def test_arguments_are_monologue_ups_with_the_graphs_choices(load: Any) -> None:
     declared = _declared(load("monologue.launch.py").generate_launch_description())
     assert list(declared) == ["robot", "llm", "log_level", "record", "scene", "web", "foxglove", "secure",
-                              "keystore"]
+                              "keystore", "fake", "preflight"]
     assert declared["scene"].kwargs["default_value"] == "" and "disinfection" in declared["scene"].kwargs["choices"]
     assert declared["robot"].kwargs["choices"] == list(ROBOTS) and declared["robot"].kwargs["default_value"] == "sim"
     assert declared["llm"].kwargs["choices"] == list(LLMS)
@@ -88,7 +88,7 @@ def test_arguments_are_monologue_ups_with_the_graphs_choices(load: Any) -> None:
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_every_node_is_started_and_its_exit_shuts_the_launch_down(load: Any, robot: str) -> None:
     module = load("monologue.launch.py")
-    actions = module._nodes(_context(robot=robot, log_level="debug"))
+    actions = module._nodes(_context(robot=robot, log_level="debug", preflight="false"))
     nodes = [a for a in actions if type(a).__name__ == "Node"]
     handlers = [a for a in actions if type(a).__name__ == "RegisterEventHandler"]
     assert [n.kwargs["name"] for n in nodes] == [s.name for s in graph_for(robot, LIVE)]
@@ -148,7 +148,8 @@ def test_sim_launch_passes_every_argument_through(load: Any) -> None:
 def test_monologue_up_takes_the_same_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     values, rest = launch_values(["robot:=sim_kinematic", "log_level:=debug", "--param", "planner:max_steps=2"])
     assert values == {"robot": "sim_kinematic", "llm": "embedded", "log_level": "debug", "record": "", "scene": "",
-                      "web": "false", "foxglove": "false", "secure": "false", "keystore": ""}
+                      "web": "false", "foxglove": "false", "secure": "false", "keystore": "", "fake": "false",
+                      "preflight": "true"}
     assert rest == ["--param", "planner:max_steps=2"]
     with pytest.raises(ValueError, match="not one of"):
         launch_values(["robot:=r2d2"])
@@ -267,3 +268,35 @@ def test_launch_file_puts_each_node_in_its_enclave(tmp_path: Path, load: Any) ->
         assert node.kwargs["additional_env"]["ROS_SECURITY_ENCLAVE_OVERRIDE"] == f"/monologue/{name}"
     plain = [a for a in module._nodes(_context(robot="sim_kinematic")) if type(a).__name__ == "Node"]
     assert all("additional_env" not in a.kwargs and "--enclave" not in a.kwargs["arguments"] for a in plain)
+
+
+class Exit:
+    def __init__(self, returncode: int) -> None:
+        self.returncode = returncode
+
+
+@pytest.mark.parametrize("robot", ["ur5e", "spot"])
+def test_a_real_robots_nodes_start_only_after_the_preflight_passes(load: Any, robot: str) -> None:
+    actions = load("monologue.launch.py")._nodes(_context(robot=robot))
+    check, handler = actions
+    assert type(check).__name__ == "ExecuteProcess" and check.kwargs["cmd"][0].endswith("monologue-check")
+    assert check.kwargs["cmd"][1:] == [f"robot:={robot}", "llm:=embedded"]
+    then = handler.args[0].kwargs["on_exit"]
+    started = [a.kwargs["name"] for a in then(Exit(0), {}) if type(a).__name__ == "Node"]
+    assert started == [s.name for s in graph_for(robot, LIVE)]
+    assert [type(a).__name__ for a in then(Exit(1), {})] == ["Shutdown"]  # a failed check starts nothing
+    sim = load("monologue.launch.py")._nodes(_context(robot="sim_kinematic"))
+    assert not any(type(a).__name__ == "ExecuteProcess" for a in sim)  # simulated robots: no preflight
+
+
+def test_the_launch_files_dry_run_starts_the_fakes_first_and_the_nodes_wait_for_them(load: Any) -> None:
+    actions = load("monologue.launch.py")._nodes(_context(robot="spot", fake="true"))
+    names = [a.kwargs.get("name") for a in actions if type(a).__name__ in ("Node", "ExecuteProcess")]
+    assert names[0] == "fake_spot" and "skills" in names
+    fake = actions[0]
+    ready = fake.kwargs["cmd"][fake.kwargs["cmd"].index("--ready-file") + 1]
+    skills = next(a for a in actions if type(a).__name__ == "Node" and a.kwargs["name"] == "skills")
+    assert ready in skills.kwargs["prefix"] and "wait_ready" in skills.kwargs["prefix"]
+    assert skills.kwargs["additional_env"]["BOSDYN_CLIENT_USERNAME"]
+    with pytest.raises(ValueError, match="already simulated"):
+        load("monologue.launch.py")._nodes(_context(robot="sim", fake="true"))

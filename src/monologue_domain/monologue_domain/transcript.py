@@ -1,6 +1,8 @@
 """The monologue transcript: append-only typed events, persisted as JSONL (no rclpy)."""
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import logging
 import os
@@ -96,7 +98,11 @@ class Transcript:
     """Append-only list of events for one episode; every append is flushed to `path` first.
 
     File layout (JSONL): one header record, one record per event, and an end record when the
-    episode finished. A file without an end record belongs to an interrupted episode.
+    episode finished. A file without an end record belongs to an interrupted episode, unless a live
+    process still holds it: while an episode runs its writer keeps an exclusive `flock` on the file
+    (released at `end()` or `close()`, or by the kernel when the process dies), so a second graph
+    sharing the directory does not take another planner's running episode for an interrupted one.
+    Within one process the lock is not consulted (a process knows its own episodes).
     """
 
     def __init__(
@@ -115,6 +121,7 @@ class Transcript:
         self._lock = threading.Lock()
         self._log = logger or logging.getLogger("transcript")
         self._ended = False
+        self._owner: IO[bytes] | None = None  # the open file holding the ownership lock while the episode runs
         self.write_error = ""  # why the file stopped being written ("" while it is complete)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,6 +130,7 @@ class Transcript:
             failure = self._write(record)
             if failure is not None:
                 raise failure
+            self._take_ownership()
 
     @classmethod
     def reopen(
@@ -135,12 +143,15 @@ class Transcript:
         t = cls(str(stored.header.get("episode_id") or stored.path.stem), None, clock=clock, logger=logger)
         t._events = list(stored.events)
         t.path = stored.path
+        if running_in_another_process(stored.path):
+            raise ValueError(f"episode in {stored.path} is still running in another process")
         with open(stored.path, "rb+") as f:  # a line cut by the crash stays on its own (and is skipped)
             f.seek(0, os.SEEK_END)
             if f.tell() > 0:
                 f.seek(-1, os.SEEK_END)
                 if f.read(1) != b"\n":
                     f.write(b"\n")
+        t._take_ownership()
         return t
 
     @property
@@ -193,6 +204,39 @@ class Transcript:
             record = {"record": "end", "episode_id": self.episode_id, "stamp": self._clock()}
             record.update(dict(summary))
             self._write(record)
+            self._release_ownership()
+
+    def close(self) -> None:
+        """Let go of the file without ending the episode (it then reads as interrupted, and can be
+        resumed by this or another process)."""
+        with self._lock:
+            self._release_ownership()
+
+    def _take_ownership(self) -> None:
+        if self.path is None:
+            return
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - held open for the episode's lifetime
+        except OSError as e:
+            self._log.warning("cannot open %s to mark its episode as running: %s", self.path, e)
+            return
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            f.close()
+            self._log.warning("cannot lock %s to mark its episode as running: %s", self.path, e)
+            return
+        self._owner = f
+        with _OWNED_LOCK:
+            _OWNED.add(self.path.resolve())
+
+    def _release_ownership(self) -> None:
+        if self._owner is not None:
+            assert self.path is not None
+            with _OWNED_LOCK:
+                _OWNED.discard(self.path.resolve())
+            self._owner.close()  # closing the last descriptor releases the flock
+            self._owner = None
 
     def prompt_lines(self, kinds: Iterable[EventKind] = PROMPT_KINDS) -> list[str]:
         wanted = set(kinds)
@@ -269,14 +313,39 @@ def load_episode(path: Path, logger: logging.Logger | None = None) -> StoredEpis
     return StoredEpisode(path, header, tuple(events), end)
 
 
+# Transcript files this process is writing (their flock would otherwise block this process's own scans).
+_OWNED: set[Path] = set()
+_OWNED_LOCK = threading.Lock()
+
+
+def running_in_another_process(path: Path) -> bool:
+    """Whether another live process's running episode holds `path` (its writer's flock)."""
+    with _OWNED_LOCK:
+        if path.resolve() in _OWNED:
+            return False
+    try:
+        with open(path, "rb") as f:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    return True
+                raise
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    except FileNotFoundError:
+        return False
+    return False
+
+
 def find_interrupted(directory: Path, logger: logging.Logger | None = None) -> list[StoredEpisode]:
-    """Episodes under `directory` whose files have no end record (skipped lines are warned on `logger`)."""
+    """Episodes under `directory` whose files have no end record and that no live process is still
+    writing (another graph's running episode is not interrupted); skipped lines are warned on `logger`."""
     if not directory.is_dir():
         return []
     out = []
     for p in sorted(directory.glob("*.jsonl")):
         ep = load_episode(p, logger)
-        if ep.interrupted:
+        if ep.interrupted and not running_in_another_process(p):
             out.append(ep)
     return out
 

@@ -6,6 +6,7 @@
                    [perception:=oracle|camera] [log_level:=warn] [scene:=covers|disinfection|weights]
                    [web:=true|false] [foxglove:=true|false] [secure:=true keystore:=<dir>]
                    [--param node:name=value ...]
+    monologue-demo robot:=ur5e|spot|spot_realsense fake:=true [instruction:="..."] [preflight:=false] ...
     monologue-demo graph:=running [instruction:="..."] [timeout:=600] [strategy:=...] [secure:=true keystore:=<dir>]
 
 graph:=launch (default) brings up its own simulated graph (embedded LLM) on a random scene and stops
@@ -21,6 +22,13 @@ Foxglove bridge and prints its ws:// URL the same way (docs/web.md, section Foxg
 secure:=true keystore:=<dir> (docs/security.md) joins the graph in the keystore's operator enclave and,
 with graph:=launch, runs every node in its own enclave; it refuses to start when the middleware has no
 DDS Security or the keystore lacks an enclave.
+
+fake:=true is the dry run of a real robot (robot:=ur5e, spot, spot_realsense; docs/ur5e.md, docs/spot.md): the
+robot's fakes run as processes of the graph (the UR controller and a RealSense over a tabletop; the Spot gRPC
+server hosting a kitchen) and everything else runs as on the robot: the real backend, the safety layer,
+perception on the camera images (the oracle detector: no detector weights needed), the success rules, the
+preflight (monologue-check; preflight:=false skips it). The instruction defaults to the world's
+DRY_RUN_INSTRUCTIONS; the verdict is the planner's (each step judged from the camera).
 
 graph:=running starts nothing: it sends the instruction to the planner of a graph already running on
 this ROS_DOMAIN_ID (`monologue-up` or `ros2 launch monologue_bringup monologue.launch.py`) and judges
@@ -97,12 +105,14 @@ DEFAULTS = {
     "graph": "launch", "robot": "sim", "llm": "embedded", "seed": "-1", "instruction": DEFAULT_INSTRUCTION,
     "timeout": "600", "log_level": "warn", "blocks": "0", "record": "", "perception": "oracle",
     "strategy": "", "method": "", "scene": "", "web": "true",
-    "foxglove": "false", "secure": "false", "keystore": "",
+    "foxglove": "false", "secure": "false", "keystore": "", "fake": "false", "preflight": "true",
 }
 # Arguments that describe the graph the demo starts: meaningless with graph:=running.
 RECORDER_READY_S = 30.0  # s a recorded run waits for the recorder to record every topic of the graph
 OWN_GRAPH_ONLY = ("robot", "llm", "seed", "blocks", "record", "perception", "log_level", "method", "scene", "web",
-                  "foxglove")
+                  "foxglove", "fake", "preflight")
+# fake:=true (the dry run of a real robot, monologue_bringup.dryrun): the instruction of each world.
+DRY_RUN_INSTRUCTIONS = {"tabletop": "Put the red block in the blue bowl.", "kitchen": "Pick up the coke."}
 
 
 @dataclass(frozen=True)
@@ -180,6 +190,9 @@ def parse_args(argv: Sequence[str]) -> DemoArgs:
         raise ValueError(f"graph must be one of {list(GRAPH_MODES)}, got {values['graph']!r}")
     if values["perception"] not in ("oracle", "camera"):
         raise ValueError("perception must be oracle or camera")
+    for flag in ("fake", "preflight"):
+        if values[flag] not in ("true", "false"):
+            raise ValueError(f"{flag} must be true or false, got {values[flag]!r}")
     if float(values["timeout"]) <= 0:
         raise ValueError("timeout must be > 0 s")
     int(values["seed"]), int(values["blocks"])  # ValueError if they are not integers
@@ -312,9 +325,61 @@ def _web_address(robot: str, llm: str, overrides: dict[str, str], node: str = "w
         return host, int(sock.getsockname()[1])
 
 
+def run_dry_run(args: DemoArgs, keystore: Path | None = None) -> int:
+    """fake:=true: bring up a real robot's graph on its fakes, run the instruction, stop the graph."""
+    from monologue_bringup.up import set_preflight
+
+    values = args.values
+    try:
+        kind = robot_entry(values["robot"]).world
+    except ValueError as e:
+        print(f"monologue-demo: {e}", file=sys.stderr)
+        return 2
+    instruction = values["instruction"] if "instruction" in args.given else DRY_RUN_INSTRUCTIONS.get(kind, "")
+    lock = threading.Lock()
+
+    def node_log(line: str) -> None:
+        with lock:
+            print(line, flush=True)
+
+    transcripts = Path(os.environ.get("MONOLOGUE_RUNS_DIR", tempfile.gettempdir())) / "monologue_demo"
+    node_params: dict[str, dict[str, str]] = {"planner": {"transcript_dir": str(transcripts)}}
+    if values["strategy"]:
+        node_params["planner"]["strategy"] = values["strategy"]
+    for node, params in args.params.items():  # --param node:name=value wins
+        node_params.setdefault(node, {}).update(params)
+    try:
+        sup = Supervisor(values["robot"], values["llm"], node_params=node_params, sink=node_log,
+                         log_level=values["log_level"], web=values["web"] == "true", keystore=keystore, fake=True)
+    except ValueError as e:
+        print(f"monologue-demo: {e}", file=sys.stderr)
+        return 2
+    set_preflight(sup, values)
+    print(f"== dry run: robot={values['robot']} on its fakes, llm={values['llm']}")
+    print(f"== instruction: {instruction}")
+    t0 = time.monotonic()
+    try:
+        sup.start()
+        print("== monologue:")
+        result, objects = run_episode(instruction, float(values["timeout"]), _show(lock), fallback_scene=True)
+    except (TimeoutError, RuntimeError) as e:
+        print(f"== demo failed: {e}", file=sys.stderr)
+        sup.stop()
+        return 1
+    codes = sup.stop()
+    done = judge(instruction, result, objects)
+    _report(result, done, t0)
+    crashed = {n: c for n, c in codes.items() if c not in (0, -2, 130)}
+    if crashed:
+        print(f"== nodes exited with errors: {crashed}", file=sys.stderr)
+    return 0 if (result.success and done) else 1
+
+
 def run_own_graph(args: DemoArgs, keystore: Path | None = None) -> int:
     """graph:=launch: bring up a simulated graph on a random scene, run the instruction, stop the graph."""
     values = args.values
+    if values["fake"] == "true":
+        return run_dry_run(args, keystore)
     seed = int(values["seed"])
     if seed < 0:
         seed = random.SystemRandom().randrange(100_000)

@@ -166,3 +166,33 @@ def test_secure_demo_fails_closed_and_joins_in_the_operator_enclave(
     assert os.environ.get("ROS_SECURITY_ENCLAVE_OVERRIDE") == "/monologue/operator", capsys.readouterr().err
     assert os.environ.get("ROS_SECURITY_ENABLE") == "true"
     assert code == 0 and len(calls) == 2
+
+
+def test_dry_run_arguments(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """fake:=true (the dry run of a real robot): refused for a simulated robot and with graph:=running; on a real
+    robot the graph starts with its fakes and the world's dry-run instruction (docs/ur5e.md, docs/spot.md)."""
+    assert demo.main(["fake:=yes"]) == 2
+    assert demo.main(["graph:=running", "fake:=true"]) == 2
+    assert demo.main(["robot:=sim_kitchen", "fake:=true", "web:=false"]) == 2
+    assert "already simulated" in capsys.readouterr().err
+    started: list[dict[str, Any]] = []
+
+    class Sup:
+        dry_run = None
+
+        def __init__(self, robot: str, llm: str, **kw: Any) -> None:
+            started.append({"robot": robot, **kw})
+            self.robot, self.llm, self.preflight = robot, llm, None
+
+        def start(self) -> Sup:
+            return self
+
+        def stop(self) -> dict[str, int]:
+            return {"skills": 0}
+
+    monkeypatch.setattr(demo, "Supervisor", Sup)
+    monkeypatch.setattr(demo, "run_episode", lambda instruction, timeout_s, show, **kw: (RESULT, []))
+    monkeypatch.setattr("monologue_bringup.up.set_preflight", lambda sup, values: None)
+    assert demo.main(["robot:=spot", "fake:=true", "web:=false"]) == 0
+    assert started[0]["robot"] == "spot" and started[0]["fake"] is True
+    assert "Pick up the coke." in capsys.readouterr().out

@@ -29,7 +29,8 @@ def test_examples_round_trip_and_filter_by_split(tmp_path: Path) -> None:
     assert list(read_examples(tmp_path / "examples.jsonl", split="train")) == [a]
     line = json.loads((tmp_path / "examples.jsonl").read_text().splitlines()[0])
     assert set(line) == {"id", "world", "strategy", "format", "kind", "prompt", "completion", "candidates", "family",
-                         "instruction", "split"} and line["candidates"] == [" find a coke", " done."]
+                         "instruction", "split", "stop"} and line["candidates"] == [" find a coke", " done."]
+    assert line["stop"] == []  # score queries have no stop string; generate/sample carry the call's (train.py)
 
 
 @pytest.mark.parametrize("bad, match", [

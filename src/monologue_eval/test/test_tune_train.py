@@ -19,12 +19,16 @@ from monologue_eval.tune.export import export, gguf_tensors  # noqa: E402
 from monologue_eval.tune.train import (  # noqa: E402
     Encoded,
     TrainConfig,
+    batch_plan,
     encode,
     example_loss,
+    group_loss,
     hf_tokenize,
     load_model,
     lr_at,
     order,
+    stratified_subset,
+    terminator,
     train,
 )
 
@@ -90,8 +94,83 @@ def test_encode_puts_the_loss_on_the_completion_tokens_only(tiny_dir: Path) -> N
     enc = encode(tokenize, ex)
     assert enc is not None and enc.ids[0] == 2  # BOS, as the backends tokenize
     assert list(enc.ids[: enc.start]) == tokenize(ex.prompt)
-    assert list(enc.ids) == tokenize(ex.prompt + ex.completion)
-    assert encode(tokenize, example(1, "Human: go\n", "")) is None
+    # a generate answer ends with the planner's stop string ("\n" for Inner Monologue's lines)
+    assert list(enc.ids) == tokenize(ex.prompt + ex.completion + "\n")
+    score = Example(**{**ex.__dict__, "kind": "score", "candidates": (ex.completion,)})
+    assert list(encode(tokenize, score).ids) == tokenize(ex.prompt + ex.completion)  # type: ignore[union-attr]
+    assert encode(tokenize, Example(**{**ex.__dict__, "kind": "score", "completion": "",
+                                       "candidates": ("",)})) is None
+
+
+def test_the_terminator_is_the_calls_stop_string_or_the_strategys() -> None:
+    ex = example(0, "Human: go\n", "Robot action: Pick the red block")
+    assert terminator(ex) == "\n"
+    assert terminator(Example(**{**ex.__dict__, "stop": ("# query:", "===")})) == "# query:"
+    assert terminator(Example(**{**ex.__dict__, "strategy": "multitalk"})) == "\n\nUser:"
+    assert terminator(Example(**{**ex.__dict__, "strategy": "statler"})) == ""  # no known stop: EOS (encode)
+    assert terminator(Example(**{**ex.__dict__, "kind": "score", "candidates": (ex.completion,)})) == ""
+
+
+def test_an_unknown_stop_ends_the_answer_with_eos(tiny_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenize = hf_tokenize(AutoTokenizer.from_pretrained(tiny_dir))
+    ex = Example(**{**example(0, "Human: go\n", "Robot action: Pick").__dict__, "strategy": "statler"})
+    enc = encode(tokenize, ex, eos=1)
+    assert enc is not None and enc.ids[-1] == 1 and list(enc.ids[:-1]) == tokenize(ex.prompt + ex.completion)
+
+
+def test_batches_are_token_sorted_neighbours_in_a_seeded_order() -> None:
+    encs = [Encoded(str(i), ids, 2) for i, ids in enumerate([(2, 9, 1), (2, 5, 1), (2, 9, 0), (2, 5, 0), (2, 9, 9)])]
+    plan = batch_plan(encs, 2, 1.0, seed=3, share_prefix=True)
+    assert sorted(map(tuple, plan)) == [(2, 0), (3, 1), (4,)]  # neighbours in token order: (2, 5) / (2, 9, 0|1)
+    assert plan == batch_plan(encs, 2, 1.0, seed=3, share_prefix=True)
+    assert len(batch_plan(encs, 2, 2.0, seed=3, share_prefix=True)) == 6
+    flat = sorted(i for b in batch_plan(encs, 2, 1.0, seed=3, share_prefix=False) for i in b)
+    assert flat == [0, 1, 2, 3, 4]
+
+
+def test_a_stratified_subset_keeps_every_stratum() -> None:
+    exs = [example(i, "p", "c") for i in range(90)]
+    rare = [Example(**{**example(100 + i, "p", "c").__dict__, "world": "multitalk", "strategy": "multitalk"})
+            for i in range(5)]
+    sub = stratified_subset(exs + rare, 20, seed=0, floor=4)
+    assert sum(e.world == "multitalk" for e in sub) == 4
+    assert 18 <= len(sub) <= 20 and len({e.id for e in sub}) == len(sub)
+    assert sub == stratified_subset(exs + rare, 20, seed=0, floor=4)
+    assert len(stratified_subset(exs, 0, seed=0, floor=4)) == 90
+
+
+def test_a_shared_prefix_pass_gives_the_separate_losses_and_gradients(tiny_dir: Path) -> None:
+    """One no-grad pass over the batch's common prefix: the same loss as separate passes, and the LoRA
+    weights get the same gradients as with a no-grad context of the same length."""
+    from transformers import AutoTokenizer
+
+    tokenize = hf_tokenize(AutoTokenizer.from_pretrained(tiny_dir))
+    _, model = load_model(tiny_dir, TrainConfig(rank=4, seed=3))
+    for p in model.parameters():  # LoRA B starts at 0: make the adapter active so the check means something
+        if p.requires_grad:
+            torch.nn.init.normal_(p, std=0.05)
+    prompt = "".join(TEXT[:3])
+    group = [encode(tokenize, example(i, prompt + TEXT[4 + i], f"Robot action: Pick the {c} block"))
+             for i, c in enumerate(COLOURS[:3])]
+    encs = [e for e in group if e is not None]
+    assert len(encs) == 3
+    lora = [p for p in model.parameters() if p.requires_grad]
+    model.zero_grad()
+    loss, n_grad, shared = group_loss(model, encs, 6)
+    got = [p.grad.clone() for p in lora]
+    assert shared > 20
+    model.zero_grad()
+    want = 0.0
+    for e in encs:
+        separate, _ = example_loss(model, e, min(e.start - shared, 6))  # the same no-grad context
+        (separate / len(encs)).backward()
+        want += float(separate.detach()) / len(encs)
+    assert loss == pytest.approx(want, abs=1e-4)
+    assert n_grad > 0
+    for g, p in zip(got, lora, strict=True):
+        assert torch.allclose(g, p.grad, atol=1e-5)
 
 
 def test_the_schedule_and_order_are_fixed_by_the_seed() -> None:

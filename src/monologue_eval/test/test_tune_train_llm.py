@@ -25,6 +25,10 @@ from monologue_eval.tune.train import TrainConfig, train  # noqa: E402
 # product to its Q4_K/Q5_0 kernels' output, transformers merges it into the dequantised float32 weights
 # (without an adapter: at most 0.32 measured, test_transformers_backend.py allows 0.5)
 TOLERANCE_NATS = 0.6
+# Candidates more than this below the best (probability ratio < e^-10) decide nothing; there the two backends'
+# rounding grows with the distance (0.84 nats measured at -12 to -19 nats once training puts the right answer
+# near 0) and twice the tolerance applies.
+IMPROBABLE_NATS = 10.0
 THREADS = int(os.environ.get("MONOLOGUE_TEST_LLM_THREADS", "1"))
 COLOURS = ("red", "blue", "green", "yellow")
 SCENE = "Scene: There is a red, blue, green, yellow block and a red, blue, green, yellow bowl.\n"
@@ -84,10 +88,12 @@ def test_twenty_steps_lower_the_loss_and_both_backends_apply_the_adapter_alike(b
     # the adapter is applied: the trained answer gains (frozen: -17.4 nats, tuned: -0.0, measured)
     k = cands.index(line("green", "green"))
     assert ours[k] - before[k] > 1.0
-    # both backends agree on every candidate within the tolerance, and on the ranking wherever llama.cpp
+    # both backends agree within the tolerance on every candidate that could be chosen (within
+    # IMPROBABLE_NATS of the best), within twice it on the rest, and on the ranking wherever llama.cpp
     # separates two candidates by more than twice the tolerance
     for x, y in zip(ours, theirs, strict=True):
-        assert abs(x - y) <= TOLERANCE_NATS, (ours, theirs)
+        allowed = TOLERANCE_NATS if x > max(ours) - IMPROBABLE_NATS else 2 * TOLERANCE_NATS
+        assert abs(x - y) <= allowed, (ours, theirs)
     assert max(range(len(cands)), key=ours.__getitem__) == max(range(len(cands)), key=theirs.__getitem__)
     for i in range(len(cands)):
         for j in range(len(cands)):

@@ -226,6 +226,7 @@ class LlamaCppBackend:
         self._rows: dict[bytes, FloatArray] = {}
         self._lps: dict[tuple[bytes, int], float] = {}
         self._evaluated = 0  # tokens decoded during the current call
+        self._calls = 0  # calls begun (prefill slices included): prefill() yields to any other call
         self._prompt_len = 0  # tokens of the current call's prompt
         self._prompt_evaluated = 0  # of _evaluated, tokens at prompt positions
         self.last_prompt_evaluated = 0  # prompt tokens decoded by the last score() call (bench_planner reads it)
@@ -365,6 +366,7 @@ class LlamaCppBackend:
     def _begin_call(self) -> None:
         if self._closed:
             raise LLMError("backend is closed")
+        self._calls += 1
         self._evaluated = 0
         self._prompt_len = 0
         self._prompt_evaluated = 0
@@ -612,20 +614,24 @@ class LlamaCppBackend:
     def prefill(self, text: str) -> int:
         """Evaluate ``text`` into the KV cache now (a static prompt preamble, when the planner starts), so
         the first call whose prompt starts with it evaluates only the rest. Returns the tokens evaluated
-        (0 without ``reuse_prefix``: nothing is kept between calls then)."""
+        (0 without ``reuse_prefix``: nothing is kept between calls then). It stops as soon as another call
+        has run: that call evaluated what it needed, and a further slice would trim the cache back to the
+        preamble, making the next call evaluate its whole prompt again."""
         with self._lock:
             toks = [] if self.closed or not self.reuse_prefix else self.tokenize(text)
+            seen = self._calls
         if not toks or len(toks) > self.n_ctx:
             return 0
         done = 0
         # in slices, releasing the lock between them: a call or close() waits one slice at most
         for end in range(min(len(toks), _PREFILL_SLICE), len(toks) + _PREFILL_SLICE, _PREFILL_SLICE):
             with self._lock:
-                if self.closed:  # close() ran between two slices
+                if self.closed or self._calls != seen:  # close() or another call ran between two slices
                     break
                 self._begin_call()
                 self._ensure(toks[: min(end, len(toks))], len(toks), [])
                 done += self._evaluated
+                seen = self._calls
         return done
 
     def generate(

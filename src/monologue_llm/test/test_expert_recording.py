@@ -53,6 +53,8 @@ def test_every_answered_query_is_recorded_with_its_correct_completion(tmp_path: 
     assert got[1]["completion"] == " pick the red block.\nRobot: done."  # the preferred candidate, verbatim
     assert got[1]["candidates"] == [" pick the blue block.", " pick the red block.\nRobot: done."]
     assert got[2]["completion"] == " pick the red block."
+    # the call's stop strings: the tuned model learns to end its answer with one (monologue_eval.tune.train)
+    assert [r["stop"] for r in got] == [["\n"], [], ["\n"]]
 
 
 def test_a_wrong_answer_given_keeps_the_correct_target(tmp_path: Path) -> None:

@@ -55,10 +55,11 @@ def scratch(llm: Any, prompt: str, candidate: str) -> list[float]:
         first += 1
     llm.reset()
     llm.eval(toks)
-    logits = np.asarray(llm.scores[: len(toks)], dtype=np.float64)
+    # only the rows that predict the candidate's tokens (the whole array is ~1 MB per prompt token in float64)
+    logits = np.asarray(llm.scores[first - 1: len(toks) - 1], dtype=np.float64)
     top = logits.max(axis=1, keepdims=True)
     logp = logits - (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True)))
-    return [float(logp[i - 1, toks[i]]) for i in range(first, len(toks))]
+    return [float(logp[i - first, toks[i]]) for i in range(first, len(toks))]
 
 
 def test_tree_scores_match_a_from_scratch_evaluation(tree: Any, reference: Any) -> None:

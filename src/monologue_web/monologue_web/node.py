@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import uvicorn
 from rclpy.action.client import ClientGoalHandle
@@ -50,6 +50,30 @@ _STATUS_FIELDS = ("backend", "ok", "connected", "estop_latched", "estop_reason",
 T = TypeVar("T")
 _SERVE_PERIOD_S = 0.2  # s between checks whether a page is open (the person-facing servers follow it)
 
+
+ESTOP_MATCH_S = 2.0  # s: how long the E-STOP waits for a skills node to match its publisher
+
+
+class EstopPublisher(Protocol):
+    def publish(self, msg: Bool) -> None: ...
+    def get_subscription_count(self) -> int: ...
+
+
+def send_estop(pub: EstopPublisher, match_s: float) -> str:
+    """Publish the e-stop at once; if no skills node is listening yet (discovery still running after a start-up),
+    wait for one up to `match_s` s and publish again, else say the robot was NOT stopped: a reliable message sent
+    to nobody is lost, and the button must not claim otherwise."""
+    pub.publish(Bool(data=True))
+    if pub.get_subscription_count() > 0:
+        return "e-stop sent on estop"
+    deadline = time.monotonic() + match_s
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if pub.get_subscription_count() == 0:
+        raise ControlError(f"no skills node listens on estop (none within {match_s:g} s): the robot was NOT "
+                           "stopped; use the robot's own e-stop")
+    pub.publish(Bool(data=True))
+    return "e-stop sent on estop"
 
 class _Waiting(Generic[T]):
     """The request a person is asked (AskHuman: a question or an approval) and the queue its reply
@@ -358,8 +382,7 @@ class WebNode(Node):
         return "approved" if approved else "denied"
 
     def estop(self) -> str:
-        self._estop.publish(Bool(data=True))
-        return "e-stop sent on estop"
+        return send_estop(self._estop, ESTOP_MATCH_S)
 
     def estop_reset(self) -> str:
         if not self._reset.wait_for_service(timeout_sec=self.settings.ros_timeout_s):

@@ -84,7 +84,10 @@ class CameraSource:
         self._pair_rx = 0.0           # monotonic time (s) the newest colour image arrived
         self._newest_stamp = -math.inf  # s, newest colour image stamp
         self._marker_ids: dict[str, int] = {}
-        sensor_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        # ours: reliable; realsense2_camera's (SYSTEM_DEFAULT images, or SENSOR_DATA if so launched): best
+        # effort, which matches either
+        sensor_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT if p.best_effort
+                                else ReliabilityPolicy.RELIABLE)
         node.create_subscription(Image, p.color_topic, self._on_color, sensor_qos, callback_group=group)
         node.create_subscription(Image, p.depth_topic, self._on_depth, sensor_qos, callback_group=group)
         node.create_subscription(CameraInfo, p.info_topic, self._on_info, sensor_qos, callback_group=group)
@@ -110,7 +113,7 @@ class CameraSource:
         node.create_timer(min(1.0 / p.process_rate, 0.05), self._tick,
                           callback_group=MutuallyExclusiveCallbackGroup())
         node.get_logger().info(
-            f"camera source: detector {det.name}, colour {p.color_topic}, depth {p.depth_topic}, "
+            f"camera source ({p.camera_driver}): detector {det.name}, colour {p.color_topic}, depth {p.depth_topic}, "
             f"pose from {'TF' if TFMessage is not None else 'static_camera_pose'}"
             f"{' (static fallback)' if TFMessage is not None and self._static is not None else ''}")
 

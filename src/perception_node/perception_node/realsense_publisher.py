@@ -1,9 +1,13 @@
 """realsense_publisher: the only process that opens the RealSense (two pyrealsense2 processes cannot
 share a camera). Publishes colour (rgb8), depth aligned to colour (16UC1, mm) and the colour
-CameraInfo, live from a device or from a recorded RealSense .bag file.
+CameraInfo, live from a device or from a recorded RealSense .bag file, each stamped with the frame's
+capture time (core.realsense.CaptureClock: the SDK's timestamp in its time domain), and, as realsense-ros
+does, the static `link_frame` (camera_link) -> `frame_id` (camera_color_optical_frame) on /tf_static.
 
-pyrealsense2 is optional (`pip install pyrealsense2==2.59.1.11053`; it needs the libusb-1.0-0
-Debian package): it is imported when the node starts, with a clear error if it is missing.
+pyrealsense2 is optional (`pip install pyrealsense2==2.59.1.11053`, a wheel for x86_64 Linux; it needs the
+libusb-1.0-0 Debian package; scripts/setup.sh installs it where a wheel exists). Without it the node logs
+one error line and stays up publishing nothing, so the rest of the graph keeps running (the skills node
+reports "no camera" on robot/status).
 With no device, `pipeline.start()` would block for 15 s, so `query_devices()` is checked first.
 Frame timeouts are logged and retried; after an unplug the node waits for the device and restarts the
 pipeline; a bag played once (`loop: false`) shuts the node down (exit 0) when it ends.
@@ -17,22 +21,31 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image
 
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.runtime import Component, TypedNode, run_node
 
-from .core.realsense import CHANNELS, camera_info_fields, color_encoding, depth_units_to_mm
+from .core.realsense import (
+    CHANNELS,
+    OPTICAL_IN_LINK_QUATERNION,
+    CaptureClock,
+    camera_info_fields,
+    color_encoding,
+    depth_units_to_mm,
+)
 from .core.settings import RealsenseSettings, realsense_settings_from_parameters
+
+NO_SDK = ("no camera: pyrealsense2 is not installed (pip install pyrealsense2==2.59.1.11053 where a wheel exists, "
+          "and apt-get install libusb-1.0-0; or camera_driver: realsense_ros; docs/perception.md)")
 
 
 def import_pyrealsense2() -> Any:
     try:
         return importlib.import_module("pyrealsense2")
     except ImportError as e:
-        raise RuntimeError(
-            f"pyrealsense2 is not installed ({e}): pip install pyrealsense2==2.59.1.11053 "
-            "(and apt-get install libusb-1.0-0); see docs/perception.md") from e
+        raise ImportError(f"{NO_SDK}: {e}") from e
 
 
 def _same_serial(wanted: str, serial: str) -> bool:
@@ -45,9 +58,17 @@ class RealsensePublisher(TypedNode):
         super().__init__("realsense_publisher", **NODE_OPTIONS)
         p = realsense_settings_from_parameters(parameter_values(self))
         warn_unused(self, list(p.unused))
-        rs = import_pyrealsense2()
-        self._rs = rs
         self._p: RealsenseSettings = p
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pipeline: Any = None
+        try:
+            rs = import_pyrealsense2()
+        except ImportError as e:  # one line; the node stays up so the rest of the graph does
+            self.get_logger().error(str(e).splitlines()[0])
+            return
+        self._rs = rs
+        self._capture = CaptureClock()  # not _clock: rclpy.Node has one
         cfg = rs.config()
         bag = p.bag_file
         if bag:
@@ -71,10 +92,31 @@ class RealsensePublisher(TypedNode):
         self._pipeline = rs.pipeline()
         self._start()
         self._align = rs.align(rs.stream.color)
-        self._stop = threading.Event()
+        self._publish_link()  # once the device answered (a failed __init__ leaves no entities to tear down)
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
         self.get_logger().info(f"publishing {'bag ' + bag if bag else 'device'} on {prefix}/...")
+
+    def _publish_link(self) -> None:
+        """link_frame -> frame_id (the optical rotation, no offset: our camera_link sits at the colour
+        sensor) on /tf_static, as realsense-ros publishes camera_link -> camera_color_optical_frame."""
+        if not self._p.link_frame:
+            return
+        try:
+            from geometry_msgs.msg import TransformStamped
+            from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+            from tf2_msgs.msg import TFMessage
+        except ImportError as e:  # tf2_msgs is not on PyPI
+            self.get_logger().warning(f"no {self._p.link_frame} -> {self._p.frame_id} on /tf_static: {e}")
+            return
+        t = TransformStamped()
+        t.header.stamp = self.get_clock().now().to_msg()
+        t.header.frame_id, t.child_frame_id = self._p.link_frame, self._p.frame_id
+        r = t.transform.rotation
+        r.x, r.y, r.z, r.w = OPTICAL_IN_LINK_QUATERNION
+        qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+        self._pub_tf = self.create_publisher(TFMessage, "/tf_static", qos)
+        self._pub_tf.publish(TFMessage(transforms=[t]))
 
     def _wait_for_subscribers(self, timeout: float) -> None:
         """Playback starts with pipeline.start(): hold it until every topic has a subscriber (discovery
@@ -162,7 +204,12 @@ class RealsensePublisher(TypedNode):
         color, depth = aligned.get_color_frame(), aligned.get_depth_frame()
         if not color or not depth:
             return
-        stamp = self.get_clock().now().to_msg()
+        # capture time (the colour frame's; depth is aligned to it), not publish time: perception looks the
+        # camera pose up on /tf at this stamp
+        now = self.get_clock().now()
+        t = self._capture.stamp(color.get_timestamp(), str(color.get_frame_timestamp_domain()),
+                              now.nanoseconds * 1e-9, recorded=bool(self._bag))
+        stamp = Time(nanoseconds=int(round(t * 1e9)), clock_type=now.clock_type).to_msg()
         fid = self._p.frame_id
         enc = color_encoding(str(color.profile.format()))
         c = np.asanyarray(color.get_data())
@@ -184,9 +231,11 @@ class RealsensePublisher(TypedNode):
 
     def destroy_node(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=2.0)
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
         try:
-            self._pipeline.stop()
+            if self._pipeline is not None:
+                self._pipeline.stop()
         except RuntimeError:
             pass
         super().destroy_node()  # type: ignore[no-untyped-call]  # unannotated in rclpy

@@ -58,3 +58,29 @@ def test_realsense_parameters() -> None:
     with pytest.raises(ValueError) as e:
         realsense_settings_from_parameters({**base, "width": 0, "wait_timeout": 0.0, "frame_id": ""})
     assert all(n in str(e.value) for n in ("width", "wait_timeout", "frame_id"))
+
+
+def test_the_camera_driver_picks_the_topics_and_their_qos() -> None:
+    """ur5e: our publisher on camera/...; realsense_ros: the official node's topics, read best effort."""
+    ours = settings_from_parameters(params("perception", "monologue.yaml", "robots/ur5e.yaml")).camera
+    assert (ours.camera_driver, ours.color_topic, ours.best_effort) == ("pyrealsense2", "camera/color/image_raw", False)
+    assert ours.base_frame == "base"  # ur_rtde's frame: the skills send scene positions as they are
+    p = params("perception", "monologue.yaml", "robots/ur5e.yaml")
+    official = settings_from_parameters({**p, "camera_driver": "realsense_ros"}).camera
+    assert (official.color_topic, official.depth_topic, official.info_topic) == (
+        "/camera/camera/color/image_raw", "/camera/camera/aligned_depth_to_color/image_raw",
+        "/camera/camera/color/camera_info")
+    assert official.best_effort
+    renamed = settings_from_parameters({**p, "camera_driver": "realsense_ros", "realsense_ros_prefix": "/wrist/d435/"})
+    assert renamed.camera.info_topic == "/wrist/d435/color/camera_info"
+    with pytest.raises(ValueError) as e:
+        settings_from_parameters({**p, "camera_driver": "librealsense", "realsense_ros_prefix": "camera"})
+    assert "camera_driver: must be one of" in str(e.value) and "realsense_ros_prefix: an absolute" in str(e.value)
+
+
+def test_the_realsense_publisher_names_camera_link_as_realsense_ros_does() -> None:
+    s = realsense_settings_from_parameters(params("camera", "robots/ur5e.yaml"))
+    assert (s.link_frame, s.frame_id) == ("camera_link", "camera_color_optical_frame")
+    with pytest.raises(ValueError, match="link_frame: must differ"):
+        realsense_settings_from_parameters({**params("camera", "robots/ur5e.yaml"),
+                                            "link_frame": "camera_color_optical_frame"})

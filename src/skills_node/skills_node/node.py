@@ -13,6 +13,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 
+from monologue_common.core.realtime import apply_fifo
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused
 from monologue_common.qos import LATCHED, latched
 from monologue_common.runtime import Component, run_node
@@ -53,7 +54,7 @@ def freeze_startup_objects(log: logging.Logger) -> None:
 class SkillsNode(Node):
     """The backend is the plug-in the `backend` parameter names (the robot table's skills_backend)."""
 
-    def __init__(self) -> None:
+    def __init__(self, own_process: bool = False) -> None:
         super().__init__("skills", **NODE_OPTIONS)
         settings, unused = settings_from_parameters(parameter_values(self))
         warn_unused(self, unused)
@@ -79,6 +80,13 @@ class SkillsNode(Node):
             self._timer = self.create_timer(1.0 / settings.ground_truth_rate, self.publish_ground_truth)
             self.publish_ground_truth()
         freeze_startup_objects(logging.getLogger("skills.node"))
+        # Last, once the node's threads exist (later ones inherit it): the e-stop must not wait behind other
+        # processes for a core (docs/reliability.md, R4). Never in a shared process (container:=true),
+        # whose other nodes (the LLM) compute for seconds.
+        if own_process:
+            apply_fifo(settings.realtime_priority, logging.getLogger("skills.node"))
+        elif settings.realtime_priority:
+            self.get_logger().warning("realtime_priority is ignored in a process shared with other nodes")
 
     def get_logger(self) -> RcutilsLogger:
         """Node.get_logger, typed (rclpy leaves it unannotated; mypy's untyped_calls_exclude does not
@@ -190,4 +198,4 @@ COMPONENT = Component(SkillsNode, threads=4)
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(SkillsNode, threads=4, args=args)
+    run_node(lambda: SkillsNode(own_process=True), threads=4, args=args)

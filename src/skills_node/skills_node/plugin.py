@@ -98,6 +98,7 @@ class SkillsSettings:
     plugin: BackendPlugin[Any]
     backend_settings: object  # the plug-in's settings dataclass
     expert_truth_dir: str = ""  # llm:=expert only: where a simulated world's truth is written for the stand-in
+    realtime_priority: int = 0  # SCHED_FIFO priority of the node's threads (1-99), 0 = normal scheduling
 
 
 def settings_from_parameters(params: Mapping[str, object]) -> tuple[SkillsSettings, list[str]]:
@@ -108,6 +109,7 @@ def settings_from_parameters(params: Mapping[str, object]) -> tuple[SkillsSettin
     frame_id = r.string("frame_id", nonempty=True)
     rate = r.number("ground_truth_rate", low=0.0, high=1000.0, low_open=True)
     expert_truth_dir = r.string("expert_truth_dir")
+    realtime_priority = r.integer("realtime_priority", low=0, high=99) if r.has("realtime_priority") else 0
     plugin: BackendPlugin[Any] | None = None
     backend_settings: object = None
     if name:
@@ -119,4 +121,5 @@ def settings_from_parameters(params: Mapping[str, object]) -> tuple[SkillsSettin
         backend_settings = plugin.read(r)
     r.finish()
     assert plugin is not None
-    return SkillsSettings(name, frame_id, rate, plugin, backend_settings, expert_truth_dir), r.unused(IGNORED)
+    return (SkillsSettings(name, frame_id, rate, plugin, backend_settings, expert_truth_dir, realtime_priority),
+            r.unused(IGNORED))

@@ -259,8 +259,8 @@ def test_the_ur5e_publishes_its_flange_and_the_hand_eye_calibration() -> None:
     ur5e, _ = settings_from_parameters(skills_params("ur5e"))
     assert isinstance(ur5e.backend_settings, Ur5eSettings)
     tf = ur5e.backend_settings.tf
-    assert (tf.flange_frame, tf.camera_frame, tf.rate) == ("tool0", "camera_color_optical_frame", 30.0)
-    assert tf.camera_in_flange == ((0.0, -0.075, 0.035), (0.0, 0.0, 0.0, 1.0))
+    assert (tf.camera_link_frame, tf.camera_frame, tf.rate) == ("camera_link", "camera_color_optical_frame", 30.0)
+    assert tf.camera_in_tool0 == ((0.0, -0.075, 0.035), (0.0, 0.0, 0.0, 1.0))
     offset = TcpPose(0.0, 0.0, 0.16, 0.0, 0.0, 0.0)
     (x, y, z), q = flange_in_base(TcpPose(0.4, 0.0, 0.3, 0.0, math.pi, 0.0), offset)  # tool down
     assert (x, y, z) == pytest.approx((0.4, 0.0, 0.46)) and abs(q[1]) == pytest.approx(1.0)

@@ -47,6 +47,17 @@ def test_spot_yaml_reads() -> None:
     assert s.camera.rate == 3.0 and s.camera.color_source == "hand_color_image"
     assert s.camera.depth_source == "hand_depth_in_hand_color_frame" and s.scene_topic == "scene/description"
     assert s.approval_mode == "off"
+    assert s.robot.estop_mode == "settle" and not s.robot.estop_force_setup  # issue 31: sit first, keep the tablet's
+
+
+def test_estop_settings_are_validated_at_start_up() -> None:
+    s, errors = read_params(yaml_params(**{"spot.estop_mode": "drop", "spot.estop_force_setup": "yes"}))
+    assert s is None
+    assert any("spot.estop_mode" in e and "settle" in e and "cut" in e for e in errors), errors
+    assert any("spot.estop_force_setup" in e for e in errors), errors
+    s, errors = read_params(yaml_params(**{"spot.estop_mode": "cut", "spot.estop_force_setup": True}))
+    assert s is not None and isinstance(s.robot, SpotSettings), errors
+    assert s.robot.estop_mode == "cut" and s.robot.estop_force_setup
 
 
 def test_the_robot_files_alone_configure_the_node() -> None:

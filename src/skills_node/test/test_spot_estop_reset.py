@@ -28,8 +28,8 @@ class _Robot:
         self.finish_release = threading.Event()
         self.finish_release.set()
 
-    def estop_cut(self) -> None:
-        self.calls.append("cut")
+    def estop(self) -> None:  # the configured spot.estop_mode (settle or cut)
+        self.calls.append("estop")
 
     def estop_release(self) -> None:
         self.calls.append("release")
@@ -82,7 +82,7 @@ def test_an_estop_during_the_reset_stays_latched(bridge: Any) -> None:
     skills = _skills()
     bridge.attach(skills)
     bridge._on_estop(Bool(data=True))
-    assert skills.estop_latched and robot.calls == ["cut"]
+    assert skills.estop_latched and robot.calls == ["estop"]
     robot.finish_release.clear()
     answers: list[Any] = []
     reset = threading.Thread(target=lambda: answers.append(bridge._on_reset(ResetEstop.Request(),
@@ -94,7 +94,7 @@ def test_an_estop_during_the_reset_stays_latched(bridge: Any) -> None:
     reset.join(LIVENESS_S)
     assert answers and not answers[0].success and "still latched" in answers[0].message
     assert skills.estop_latched and skills.estop_reason == "estop topic"
-    assert robot.calls == ["cut", "release", "cut"]  # no power on, no stand
+    assert robot.calls == ["estop", "release", "estop"]  # no power on, no stand
 
 
 def test_a_reset_after_the_estop_clears_it_and_restores_the_posture(bridge: Any) -> None:
@@ -107,14 +107,14 @@ def test_a_reset_after_the_estop_clears_it_and_restores_the_posture(bridge: Any)
     bridge._on_estop(Bool(data=True))
     res = bridge._on_reset(ResetEstop.Request(), ResetEstop.Response())
     assert res.success and not skills.estop_latched
-    assert bridge._robot.calls[:2] == ["cut", "release"]
+    assert bridge._robot.calls[:2] == ["estop", "release"]
 
 
 def test_an_estop_before_the_skills_exist_cuts_and_latches_them(bridge: Any) -> None:
     from std_msgs.msg import Bool
 
     bridge._on_estop(Bool(data=True))
-    assert bridge._robot.calls == ["cut"]
+    assert bridge._robot.calls == ["estop"]
     skills = _skills()
     bridge.attach(skills)
     assert skills.estop_latched and skills.estop_reason == "estop topic"

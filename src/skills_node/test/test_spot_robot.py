@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pytest
@@ -79,7 +79,8 @@ def test_connect_power_stand_sit_close_call_sequence(fake: FakeSpot, creds: Spot
     assert setup == ["GetAuthToken", "ListServiceEntries", "GetEstopConfig", "SetEstopConfig",
                      "RegisterEstopEndpoint", "AcquireLease"]
     assert fake.lease_owner.startswith("monologue-test")
-    assert fake.endpoint_levels() == {"monologue-test": estop_pb2.ESTOP_LEVEL_NONE}
+    # beside the tablet's endpoint, which stays registered (issue 31)
+    assert fake.endpoint_levels() == {"tablet": estop_pb2.ESTOP_LEVEL_NONE, "monologue-test": estop_pb2.ESTOP_LEVEL_NONE}
     assert robot.status().describe() == "motors off, not standing, lease held"
 
     n = len(fake.calls)
@@ -210,7 +211,7 @@ def test_estop_cut_mid_motion_refuses_commands(standing: SpotRobot, fake: FakeSp
     assert err.value.cause == SpotFaultCause.ESTOP
     assert err.value.kind == FaultKind.EMERGENCY_STOP
     assert not fake.motors_on
-    assert fake.endpoint_levels() == {"monologue-test": estop_pb2.ESTOP_LEVEL_CUT}
+    assert fake.endpoint_levels() == {"tablet": estop_pb2.ESTOP_LEVEL_NONE, "monologue-test": estop_pb2.ESTOP_LEVEL_CUT}
     status = standing.status()
     assert status.estopped and not status.powered and status.fault() == FaultKind.EMERGENCY_STOP
     assert "e-stopped (software_estop)" in status.describe()
@@ -225,8 +226,102 @@ def test_estop_cut_mid_motion_refuses_commands(standing: SpotRobot, fake: FakeSp
     standing.power_on()
     standing.stand()
     standing.estop_settle()
-    assert fake.endpoint_levels() == {"monologue-test": estop_pb2.ESTOP_LEVEL_SETTLE_THEN_CUT}
-    assert not fake.motors_on
+    assert fake.endpoint_levels()["monologue-test"] == estop_pb2.ESTOP_LEVEL_SETTLE_THEN_CUT
+    _wait_for("motors off after settling", lambda: not fake.motors_on)
+    assert fake.posture_history()[-3:] == ["settling", "sat", "motors off"]
+
+
+def _wait_for(what: str, cond: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+# ---- issue 31: the e-stop mode (settle | cut) and the robot's e-stop configuration ------------------------------
+
+def test_estop_settles_by_default_sitting_before_power_is_cut(standing: SpotRobot, fake: FakeSpot) -> None:
+    assert standing.cfg.estop_mode == "settle"
+    n = len(fake.posture_history())
+    standing.estop()
+    assert fake.endpoint_levels()["monologue-test"] == estop_pb2.ESTOP_LEVEL_SETTLE_THEN_CUT
+    _wait_for("motors off", lambda: not fake.motors_on)
+    events = fake.posture_history()[n:]
+    assert events == ["settling", "sat", "motors off"], events  # sat down before the power went; never fell
+    assert standing.status().estopped
+
+
+def test_estop_mode_cut_cuts_at_once_and_the_robot_drops(fake: FakeSpot, creds: SpotCredentials) -> None:
+    with SpotRobot(settings_for(fake, estop_mode="cut"), creds, LOG) as robot:
+        robot.power_on()
+        robot.stand()
+        n = len(fake.posture_history())
+        robot.estop()
+        assert not fake.motors_on  # immediately: no settling
+        assert fake.endpoint_levels()["monologue-test"] == estop_pb2.ESTOP_LEVEL_CUT
+        assert fake.posture_history()[n:] == ["fell", "motors off"]
+
+
+def test_the_estop_level_survives_the_keepalive_check_ins(standing: SpotRobot, fake: FakeSpot) -> None:
+    """Regression: the level was set on the endpoint, and the keep-alive's next periodic check-in asserted
+    ESTOP_LEVEL_NONE again (the robot allowed to power on a few seconds after an e-stop)."""
+    standing.estop_cut()
+    n = fake.calls.count("EstopCheckIn")
+    _wait_for("two periodic check-ins", lambda: fake.calls.count("EstopCheckIn") >= n + 2)
+    assert fake.endpoint_levels()["monologue-test"] == estop_pb2.ESTOP_LEVEL_CUT and fake.estopped
+
+
+def test_estop_mode_is_validated() -> None:
+    with pytest.raises(ValueError, match="estop_mode"):
+        SpotSettings(hostname="h", port=443, client_name="c", ca_cert_path="", rpc_timeout_s=1.0,
+                     connect_timeout_s=1.0, command_timeout_s=1.0, feedback_period_s=0.1, take_lease=False,
+                     lease_check_period_s=1.0, estop_timeout_s=9.0, max_linear_velocity=0.5,
+                     max_angular_velocity=0.8, max_arm_reach=1.0, estop_mode="drop")
+
+
+def test_our_endpoint_is_registered_beside_the_tablet(fake: FakeSpot, creds: SpotCredentials) -> None:
+    assert fake.estop_config() == [("tablet", "PDB_rooted")]
+    with SpotRobot(settings_for(fake), creds, LOG) as robot:
+        # the tablet keeps its endpoint (and its registration: it is still checking in, the robot not e-stopped)
+        assert fake.estop_config() == [("tablet", "PDB_rooted"), ("monologue-test", "monologue-test")]
+        assert fake.endpoint_levels() == {"tablet": estop_pb2.ESTOP_LEVEL_NONE,
+                                          "monologue-test": estop_pb2.ESTOP_LEVEL_NONE}
+        robot.power_on()
+        assert fake.motors_on
+        # the tablet's own e-stop still stops the robot: both endpoints count
+        fake.tablet_estop_level(estop_pb2.ESTOP_LEVEL_CUT)
+        assert (fake.motors_on, robot.status().estopped) == (False, True)
+    # a second run re-registers our endpoint in place (no new configuration: it works with the motors on)
+    fake.tablet_estop_level(estop_pb2.ESTOP_LEVEL_NONE)
+    n = fake.calls.count("SetEstopConfig")
+    with SpotRobot(settings_for(fake), creds, LOG):
+        assert fake.calls.count("SetEstopConfig") == n
+        assert fake.estop_config() == [("tablet", "PDB_rooted"), ("monologue-test", "monologue-test")]
+        assert fake.endpoint_levels()["monologue-test"] == estop_pb2.ESTOP_LEVEL_NONE
+
+
+def test_estop_force_setup_replaces_the_configuration(fake: FakeSpot, creds: SpotCredentials) -> None:
+    with SpotRobot(settings_for(fake, estop_force_setup=True), creds, LOG):
+        assert fake.estop_config() == [("monologue-test", "PDB_rooted")]  # the tablet's endpoint is gone
+
+
+def test_a_robot_without_endpoints_gets_ours_in_the_required_role(creds: SpotCredentials) -> None:
+    with FakeSpot(username="operator", password=PASSWORD, tablet_estop=False) as bare:
+        with SpotRobot(settings_for(bare), creds, LOG) as robot:
+            assert bare.estop_config() == [("monologue-test", "PDB_rooted")]
+            robot.power_on()
+            assert bare.motors_on
+
+
+def test_adding_our_endpoint_with_the_motors_on_is_a_clear_error(standing: SpotRobot, fake: FakeSpot,
+                                                                  creds: SpotCredentials) -> None:
+    """A new configuration needs the motors off (SetEstopConfig STATUS_MOTORS_ON): say so, change nothing."""
+    before = fake.estop_config()
+    other = SpotRobot(settings_for(fake, client_name="other-client"), creds, LOG)
+    with pytest.raises(SpotFault) as err:
+        other.connect()
+    assert err.value.cause == SpotFaultCause.ESTOP and "motors off" in str(err.value)
+    assert fake.estop_config() == before and fake.motors_on and fake.standing
 
 
 def test_hardware_estop_shows_in_status(standing: SpotRobot, fake: FakeSpot) -> None:

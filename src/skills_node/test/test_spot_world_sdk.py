@@ -389,3 +389,31 @@ def test_silent_robot_mid_grasp_is_connection_lost(make: Make) -> None:
     assert err.value.cause == SpotFaultCause.CONNECTION_LOST
     assert time.monotonic() - t0 < 3.0
     fake.resume()
+
+
+# ---- issue 31: a grasp the robot reports as done that left the object where it was ------------------------------
+
+def _coke_pixels(robot: SpotRobot) -> int:
+    """Pixels of the coke's colour in the hand camera's image now."""
+    image = robot.get_images([COLOR_SOURCE])[0]
+    rgb = np.frombuffer(image.data, np.uint8).reshape(image.height, image.width, 3)
+    return int(np.all(rgb == np.array(color_of("coke"), np.uint8), axis=-1).sum())
+
+
+@pytest.mark.parametrize("phantom", [False, True])
+def test_the_hand_camera_shows_what_the_grasp_really_did(make: Make, phantom: bool) -> None:
+    robot, fake, world = make(world=at_far_counter())
+    where = world.position_of("coke")
+    assert _coke_pixels(robot) > 0
+    if phantom:
+        fake.phantom_next_grasp()
+    pick(robot, world, "coke")
+    robot.arm_carry(timeout_s=ARM_S)
+    assert robot.holding()  # the robot's own report: holding an item, either way
+    if phantom:  # ... but the coke is still on the counter, and the hand camera (carry pose) sees it there
+        assert world.state().holding is None and world.position_of("coke") == where
+        assert _coke_pixels(robot) > 0
+    else:
+        assert world.state().holding == "coke" and _coke_pixels(robot) == 0
+    robot.gripper_open(timeout_s=ARM_S)  # the phantom ends when the gripper opens
+    assert not robot.holding()

@@ -4,7 +4,8 @@ The success rule is a judge (parameter `judge`, a plug-in of core/judging.py's r
 core/judges/): sim_geometric, tabletop (IM real-tabletop 3 cm / 10 cm rule; the intended place point
 comes from the latched scene/description at the skill's start), clip (CLIP score before/after on camera
 images from `clip.image_topic`, model `clip.model_path`), llm_judge (an LLM backend built from the
-`llm.*` block of config/llm/<llm>.yaml, shared with the planner), kitchen and skill_result.
+`llm.*` block of config/llm/<llm>.yaml, shared with the planner), kitchen, hand_camera (Spot: a camera on
+the gripper, the skill's own report as a labelled fallback) and skill_result.
 Parameters: core/settings.py.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from monologue_llm.factory import make_backend_from_params
 from monologue_vision.images import decode_color
 
 from .core.history import StampedHistory
-from .core.judging import Context, ImageTextScorer, SceneEntry, make_judge
+from .core.judging import JUDGES, Context, ImageTextScorer, SceneEntry, make_judge
 from .core.settings import SuccessSettings, settings_from_parameters
 
 
@@ -51,6 +52,7 @@ class SuccessDetectorNode(TypedNode):
             self.get_logger().info(f"LLM backend {s.llm.get('backend')} loading ...")
             self._llm = make_backend_from_params(s.llm, logging.getLogger("success_detector.llm"))
         self._judge = make_judge(s.judge, s.judge_params(), scorer=self._scorer, llm=self._llm)
+        self._plugin = JUDGES.get(s.judge)
         # Recent scene descriptions, for the scene at a skill's start.
         self._scenes: StampedHistory[SceneDescription] = StampedHistory(200)
         group = ReentrantCallbackGroup()
@@ -126,15 +128,27 @@ class SuccessDetectorNode(TypedNode):
         res.detector = self._judge.name
         if not self._scene.wait_for_service(timeout_sec=self._timeout):
             return self._fail(res, f"describe_scene unavailable after {self._timeout:.1f} s")
-        try:
-            answer = call_service(self._scene, DescribeScene.Request(refresh=True), self._timeout, "describe_scene",
-                                  resend_after_s=self._timeout / 2)  # once: see planner_node.ros_ports
-        except (WaitTimeout, RuntimeError) as e:
-            answer, why = None, str(e)
-        else:
-            why = answer.message
-        if answer is None or not answer.success:
-            return self._fail(res, f"no scene description: {why}")
+        # A judge of a moving camera (hand_camera) needs a frame captured after the skill ended: a refresh may
+        # answer with a frame taken during the skill's last motion (the hand elsewhere).
+        end_s = from_time(req.skill_end) if self._plugin.fresh_scene else 0.0
+        while True:
+            try:
+                answer = call_service(self._scene, DescribeScene.Request(refresh=True), self._timeout,
+                                      "describe_scene", resend_after_s=self._timeout / 2)  # once: planner ros_ports
+            except (WaitTimeout, RuntimeError) as e:
+                answer, why = None, str(e)
+            else:
+                why = answer.message
+            if answer is None or not answer.success:
+                return self._fail(res, f"no scene description: {why}")
+            captured = from_time(answer.scene.header.stamp)
+            if end_s <= 0.0 or captured >= end_s:
+                break
+            if self._now() - arrived > self._timeout:
+                self.get_logger().warning(f"no scene captured after the skill's end within scene_timeout "
+                                          f"{self._timeout:.1f} s (newest {end_s - captured:.2f} s before it): "
+                                          "judged on it")
+                break
         scene = answer.scene
         skill_start = from_time(req.skill_start)
         before = self._scenes.at_or_before(skill_start)
@@ -147,6 +161,7 @@ class SuccessDetectorNode(TypedNode):
             context = replace(context, image_before=images[0], image_after=images[1])
         verdict = self._judge.detect(req.skill, list(req.args), _entries(scene), context)
         res.success, res.confidence, res.explanation = verdict.success, float(verdict.confidence), verdict.explanation
+        res.detector = verdict.detector  # a judge may label a fallback (hand_camera/skill_report)
         self.get_logger().info(f"{req.skill}({', '.join(req.args)}): {verdict.success} ({verdict.explanation})")
         return res
 

@@ -33,6 +33,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from std_msgs.msg import Bool, Header, String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from monologue_common.core.realtime import apply_fifo  # noqa: E402
 from monologue_common.dedicated import DedicatedCallbacks  # noqa: E402
 from monologue_common.params import NODE_OPTIONS, parameter_values, warn_unused  # noqa: E402
 from monologue_common.qos import LATCHED  # noqa: E402
@@ -50,7 +51,7 @@ from .core.camera import CameraFrame, CameraRenderer  # noqa: E402
 from .core.config import SimSettings, settings_from_parameters  # noqa: E402
 from .core.geometry import Pose, compose, invert  # noqa: E402
 from .core.kinematics import HOME_Q, PARK_Q  # noqa: E402
-from .core.model import ARM_JOINTS, TCP_OFFSET  # noqa: E402
+from .core.model import ARM_JOINTS, TCP_OFFSET, wrist_camera_mount  # noqa: E402
 from .core.motion import ArmError  # noqa: E402
 from .core.runner import SimRunner  # noqa: E402
 from .core.world import SimWorld  # noqa: E402
@@ -296,8 +297,9 @@ class TabletopSimNode(Node):
         ]
         optical = self.world.camera_pose(self.settings.camera_mode)
         if self.settings.camera_mode == "wrist":
-            parent, mount = "tool0", compose(invert(self.world.tool0_pose()), optical)
-            self._optical_from_tool0 = invert(mount)
+            self._optical_from_tool0 = invert(compose(invert(self.world.tool0_pose()), optical))  # the true mount
+            # /tf gets the nominal mount: a perturbed one (camera.mount_offset) is for a calibration to find.
+            parent, mount = "tool0", Pose.from_matrix(*wrist_camera_mount())
         else:
             parent, mount = WORLD_FRAME, optical
         link = compose(mount, invert(LINK_TO_OPTICAL))
@@ -399,5 +401,13 @@ def _camera_info(header: Header, frame: CameraFrame) -> CameraInfo:
 COMPONENT = Component(TabletopSimNode, threads=6)
 
 
+def _own_process() -> TabletopSimNode:
+    """The node in a process of its own: real-time scheduling when `realtime_priority` asks for it (never in a
+    process shared with other nodes, container:=true)."""
+    node = TabletopSimNode()
+    apply_fifo(node.settings.realtime_priority, logging.getLogger("tabletop_sim.node"))
+    return node
+
+
 def main(args: list[str] | None = None) -> None:
-    run_node(TabletopSimNode, threads=6, args=args)
+    run_node(_own_process, threads=6, args=args)

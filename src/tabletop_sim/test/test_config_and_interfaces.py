@@ -15,9 +15,9 @@ DEFAULTS: dict[str, object] = {
     "sim.place_noise_std": 0.0, "sim.pixel_noise_std": 0.0, "camera.mode": "wrist", "camera.width": 640,
     "camera.height": 480, "camera.rate": 2.0, "camera.fovy": 45.0, "real_time_factor": 5.0,
     "physics.timestep": 0.002, "physics.contact_force": 5.0, "physics.protective_stop_force": 150.0,
-    "ground_truth_rate": 5.0, "joint_state_rate": 20.0, "expert_truth_dir": "",
+    "ground_truth_rate": 5.0, "joint_state_rate": 20.0, "expert_truth_dir": "", "realtime_priority": 0,
     "sim.scene": "tabletop", "sim.cup_colors": [""], "sim.covered_blocks": [""], "sim.dirty_blocks": [""],
-    "sim.block_weights": [0.0],
+    "sim.block_weights": [0.0], "sim.calibration_board": False, "camera.mount_offset": [0.0] * 6,
 }
 
 
@@ -80,3 +80,12 @@ def test_tf2_msgs_provides_tfmessage_with_the_real_type_hash() -> None:
     data = json.loads(description.read_text())
     hashes = {h["type_name"]: h["hash_string"] for h in data["type_hashes"]}
     assert hashes["tf2_msgs/msg/TFMessage"] == TF_MESSAGE_HASH
+
+
+def test_calibration_board_and_camera_mount_offset() -> None:
+    s = settings_from_parameters({**DEFAULTS, "sim.calibration_board": True,
+                                  "camera.mount_offset": [0.004, 0.0, 0.0, 0.0, 0.0, 0.02]})
+    config = s.world_config()
+    assert config.calibration_board and config.camera_mount_offset == (0.004, 0.0, 0.0, 0.0, 0.0, 0.02)
+    with pytest.raises(ValueError, match="camera.mount_offset: at most 0.05 m and 0.2 rad"):
+        settings_from_parameters({**DEFAULTS, "camera.mount_offset": [0.1, 0.0, 0.0, 0.0, 0.0, 0.0]})

@@ -148,7 +148,7 @@ class _Probe:
         from monologue_domain.scene import Scene, SceneObject
 
         cubes = tuple(SceneObject(n, c, (x, y, s), (s, s, s)) for n, c, x, y, s in OBJECTS)
-        self.scene_pub.publish(scene_to_msg(Scene("base_link", 0.0, "estop_latency", cubes)))
+        self.scene_pub.publish(scene_to_msg(Scene("base", 0.0, "estop_latency", cubes)))  # ur5e: the controller frame
 
     def _on_executor(self, fn: Callable[[], Any]) -> Any:
         """`fn()` run on the executor's thread. rclpy 7.1.5's ActionClient registers a request's future only
@@ -277,7 +277,7 @@ def run_ur5e(trials: int, progress: Callable[[str], None] = print) -> Trials:
         env["MONOLOGUE_FAKE_RTDE_LOG"] = str(log.path)
         params = {"skills": {"ur5e.rtde_factory": "skills_node.robots.ur5e.testing.fake_rtde:factories_from_env",
                              "ur5e.probe": "false", "ur5e.grip_delay": "0.05", "ur5e.release_delay": "0.05",
-                             "status_rate": "10.0"}}
+                             "status_rate": "10.0", "ur5e.camera.info_topics": "['']"}}  # no camera here
         with _graph("ur5e", ["skills"], params, env) as sup, _probing(sup, out) as probe:
             probe.publish_scene()
             probe.wait_ready()

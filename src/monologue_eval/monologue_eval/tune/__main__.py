@@ -1,5 +1,5 @@
 """`python -m monologue_eval.tune <command>`: `data` (tune/data.py: the training data from the expert);
-the training commands (train, export) are added beside it by tune/train.py and tune/export.py."""
+the training commands (train, export, evaluate) are added beside it by tune/train.py and tune/export.py."""
 from __future__ import annotations
 
 import argparse
@@ -34,8 +34,18 @@ def _export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap.set_defaults(func=export.main)
 
 
+def _evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from . import evaluate
+
+    ap = sub.add_parser("evaluate", help="paired check of an adapter (or the frozen model) on held-out examples",
+                        description=(evaluate.__doc__ or "").split("\n")[0])
+    evaluate.add_arguments(ap)
+    ap.set_defaults(func=evaluate.main)
+
+
 # each adds its subcommand (parser with `func`)
-COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [_data, _train, _export]
+COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    _data, _train, _export, _evaluate]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,9 @@ A data set is a directory holding `examples.jsonl` (and `summary.json`, `generat
      "family": str,          # the task family (IM Table 1's family key, our kitchen/household intent, the
                              #   Statler domain's query kind, ...)
      "instruction": str,     # the episode's instruction (for Statler: the episode's queries, one per line)
-     "split": str}           # train | heldout (tune/heldout.py; heldout examples are never trained on)
+     "split": str,           # train | heldout (tune/heldout.py; heldout examples are never trained on)
+     "stop": [str]}          # generate/sample: the stop strings the planner passed (optional; older data sets
+                             #   lack it and the trainer infers them from the strategy: train.terminator)
 
 `completion` is the expert's correct answer also where the expert, through its error rate, gave the
 planner a wrong one: the prompts then show failures, retries and interjections, and the target is always
@@ -56,6 +58,7 @@ class Example:
     instruction: str
     split: str
     candidates: tuple[str, ...] = field(default_factory=tuple)
+    stop: tuple[str, ...] = field(default_factory=tuple)
 
     def validate(self) -> None:
         if not (self.world in WORLDS_FIXED or self.world.startswith("statler:")):
@@ -76,6 +79,7 @@ class Example:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["candidates"] = list(self.candidates)
+        d["stop"] = list(self.stop)
         return d
 
     @staticmethod
@@ -84,7 +88,8 @@ class Example:
             ex = Example(id=str(d["id"]), world=str(d["world"]), strategy=str(d["strategy"]), format=str(d["format"]),
                          kind=str(d["kind"]), prompt=str(d["prompt"]), completion=str(d["completion"]),
                          family=str(d["family"]), instruction=str(d["instruction"]), split=str(d["split"]),
-                         candidates=tuple(str(c) for c in d.get("candidates") or ()))
+                         candidates=tuple(str(c) for c in d.get("candidates") or ()),
+                         stop=tuple(str(c) for c in d.get("stop") or ()))
         except KeyError as e:
             raise ExampleError(f"example {d.get('id', '?')}: missing field {e}") from e
         ex.validate()
@@ -96,7 +101,8 @@ def from_record(record: Mapping[str, Any], *, id: str, world: str, strategy: str
     """An Example from one line the expert backend recorded (monologue_llm.expert.backend, `record_path`)."""
     return Example(id=id, world=world, strategy=strategy, format=str(record["format"]), kind=str(record["kind"]),
                    prompt=str(record["prompt"]), completion=str(record["completion"]), family=family,
-                   instruction=instruction, split=split, candidates=tuple(record.get("candidates") or ()))
+                   instruction=instruction, split=split, candidates=tuple(record.get("candidates") or ()),
+                   stop=tuple(record.get("stop") or ()))
 
 
 def write_examples(path: Path, examples: Iterable[Example], append: bool = True) -> int:

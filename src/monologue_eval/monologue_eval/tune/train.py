@@ -12,6 +12,23 @@ Long prompts: only the last `--grad-context` prompt tokens and the completion ar
 prompt before them runs without gradients through the current adapter (its keys and values are exact, only the
 adapter's effect on them gets no gradient). This is what makes a 1,500-token few-shot prompt affordable on 2 cores.
 
+Shared preambles (`--share-prefix`, default on): the examples are sorted by their token ids and cut into batches
+of `--batch` neighbours, so a batch shares a long prefix (the strategy's few-shot preamble, often the episode's
+transcript too); the batches' order is shuffled by the seed. The batch's common prefix runs ONCE per step,
+without gradients, through the current adapter, and every example continues from a copy of its keys and values.
+The forward values are exactly those of a full pass; as above, only the adapter's effect on the prefix's keys
+and values gets no gradient (the same approximation as `--grad-context`, now shared across the batch). So an
+example's prompt tokens with gradients are those after the batch's common prefix, at most `--grad-context`
+of them and at least its last one: for neighbours from one episode the common prefix is nearly the whole
+shorter prompt, and the LoRA weights then learn from the answer positions (q, o, MLP, and the answer's own
+keys and values) rather than from the prompt's keys and values.
+
+Stop: generate/sample completions end with the call's first stop string (the example's `stop`, or for older
+data sets the strategy's, `terminator`), so the tuned model learns to end its answer where the planner cuts it.
+
+`--subset N` trains on N examples drawn from the train split, stratified by (world, strategy, format, kind):
+every stratum present keeps at least min(its size, `--stratum-min`) examples, the rest is proportional.
+
 Writes into `--out`: `checkpoint/` (adapter, optimizer, schedule, data order, loss log; `--resume` continues
 from it), `adapter/` (the final peft adapter: adapter_config.json + adapter_model.safetensors), `loss.csv`,
 `loss.png` (matplotlib, Agg) and `summary.json` (hyper-parameters, data counts, tokens/s, examples/s).
@@ -61,6 +78,9 @@ class TrainConfig:
     threads: int = 0  # torch threads; 0 = torch's default
     save_every: int = 50  # steps between checkpoints
     time_budget_min: float = 0.0  # stop (after a checkpoint) when this much wall time is used; 0 = none
+    share_prefix: bool = True  # batches of token-sorted neighbours sharing one no-grad prefix pass
+    subset: int = 0  # train on this many stratified examples of the train split; 0 = all
+    stratum_min: int = 24  # examples each (world, strategy, format, kind) keeps in a subset (if it has them)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -76,10 +96,34 @@ class Encoded:
     start: int
 
 
-def encode(tokenize: Any, ex: Example) -> Encoded | None:
-    """The example's tokens; None when its completion adds no token."""
+# Where each strategy's generate/sample answers end, for data sets recorded before examples carried `stop`
+# (the planners' calls: inner_monologue/generation.py, cape/loop.py STOP, multitalk/prompts.py Conversation.stop).
+DEFAULT_STOPS: dict[str, tuple[str, ...]] = {
+    "inner_monologue": ("\n",),
+    "saycan": ("\n",),
+    "cape": ("\n",),
+    "multitalk": ("\n\nUser:",),  # the prompt's turn separator; contains the planner's stop "\nUser:"
+}
+
+
+def terminator(ex: Example) -> str:
+    """The text the tuned model must write after a generate/sample answer so the planner's stop string (or
+    nothing, for score examples) ends it: the example's first stop string, else its strategy's; "" for score
+    examples and for generate examples without a known stop (the model then ends with EOS, see `encode`)."""
+    if ex.kind == "score":
+        return ""
+    stops = ex.stop or DEFAULT_STOPS.get(ex.strategy, ())
+    return stops[0] if stops else ""
+
+
+def encode(tokenize: Any, ex: Example, eos: int | None = None) -> Encoded | None:
+    """The example's tokens (completion + `terminator`; EOS `eos` for a generate/sample example without a stop
+    string); None when its completion adds no token."""
     ptoks = tokenize(ex.prompt)
-    full = tokenize(ex.prompt + ex.completion)
+    end = terminator(ex)
+    full = tokenize(ex.prompt + ex.completion + end)
+    if ex.kind != "score" and not end and eos is not None:
+        full = [*full, int(eos)]
     start = 0
     for a, b in zip(ptoks, full, strict=False):
         if a != b:
@@ -153,6 +197,110 @@ def example_loss(model: Any, ex: Encoded, grad_context: int) -> tuple[Any, int]:
     target = ids[0, ex.start:]
     loss = torch.nn.functional.cross_entropy(logits, target)
     return loss, tail.shape[1]
+
+
+def common_prefix(seqs: Sequence[Sequence[int]]) -> int:
+    """The number of leading tokens all `seqs` share."""
+    if not seqs:
+        return 0
+    n = min(len(q) for q in seqs)
+    first = seqs[0]
+    for q in seqs[1:]:
+        i = 0
+        while i < n and q[i] == first[i]:
+            i += 1
+        n = i
+    return n
+
+
+def group_loss(model: Any, group: Sequence[Encoded], grad_context: int) -> tuple[float, int, int]:
+    """Back-propagate the mean completion loss of `group` (one optimizer step's examples); returns (mean loss
+    in nats, tokens with gradients, tokens of the shared prefix).
+
+    The examples' common prefix (never past any example's last prompt token) runs once without gradients
+    through the current adapter; each example then runs from a copy of its cache as `example_loss` does. The
+    forward values equal separate full passes; the prefix's keys and values get no gradient."""
+    import copy
+
+    import torch
+
+    shared = min(common_prefix([e.ids for e in group]), *(e.start - 1 for e in group))
+    shared = max(0, shared)
+    prefix = None
+    if shared > 0:
+        with torch.no_grad():
+            ids = torch.tensor([group[0].ids[:shared]], dtype=torch.long)
+            prefix = model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
+    total = 0.0
+    grad_tokens = 0
+    for ex in group:
+        past = copy.deepcopy(prefix) if prefix is not None else None
+        loss, n_grad = _suffix_loss(model, ex, grad_context, shared, past)
+        (loss / len(group)).backward()
+        total += float(loss.detach()) / len(group)
+        grad_tokens += n_grad
+    return total, grad_tokens, shared
+
+
+def _suffix_loss(model: Any, ex: Encoded, grad_context: int, done: int, past: Any) -> tuple[Any, int]:
+    """`example_loss` for an example whose first `done` tokens are already in the cache `past`."""
+    import torch
+
+    ids = torch.tensor([ex.ids], dtype=torch.long)
+    cut = max(done, ex.start - grad_context)
+    if cut > done:
+        with torch.no_grad():
+            past = model(input_ids=ids[:, done:cut], past_key_values=past, use_cache=True,
+                         logits_to_keep=1).past_key_values
+    tail = ids[:, cut:]
+    first = ex.start - 1 - cut
+    n = len(ex.ids) - ex.start
+    out = model(input_ids=tail, past_key_values=past, use_cache=past is not None,
+                logits_to_keep=torch.arange(first, first + n))
+    logits = out.logits[0, :n].float()
+    loss = torch.nn.functional.cross_entropy(logits, ids[0, ex.start:])
+    return loss, tail.shape[1]
+
+
+def batch_plan(encoded: Sequence[Encoded], batch: int, epochs: float, seed: int, share_prefix: bool) -> list[list[int]]:
+    """The examples of each optimizer step. share_prefix: batches are runs of `batch` neighbours in token order
+    (long shared prefixes), in a seeded random order per epoch; else `order`'s permutation cut into batches."""
+    n = len(encoded)
+    if not share_prefix:
+        seq = order(n, epochs, seed)
+        return [seq[i: i + batch] for i in range(0, len(seq), batch)]
+    ranked = sorted(range(n), key=lambda i: encoded[i].ids)
+    chunks = [ranked[i: i + batch] for i in range(0, n, batch)]
+    rng = random.Random(seed)
+    plan: list[list[int]] = []
+    for _ in range(max(1, math.ceil(epochs))):
+        perm = list(chunks)
+        rng.shuffle(perm)
+        plan.extend(perm)
+    return plan[: max(1, round(epochs * len(chunks)))]
+
+
+def stratified_subset(examples: Sequence[Example], n: int, seed: int, floor: int) -> list[Example]:
+    """`n` examples (all if n <= 0 or n >= len): every (world, strategy, format, kind) stratum keeps
+    min(its size, `floor`) examples, the remaining places are shared in proportion to the strata's sizes."""
+    if n <= 0 or n >= len(examples):
+        return list(examples)
+    strata: dict[tuple[str, str, str, str], list[Example]] = {}
+    for ex in examples:
+        strata.setdefault((ex.world, ex.strategy, ex.format, ex.kind), []).append(ex)
+    keys = sorted(strata)
+    take = {k: min(len(strata[k]), floor) for k in keys}
+    left = n - sum(take.values())
+    if left > 0:
+        spare = {k: len(strata[k]) - take[k] for k in keys}
+        pool = sum(spare.values())
+        for k in keys:
+            take[k] += min(spare[k], (left * spare[k]) // max(1, pool))
+    rng = random.Random(seed)
+    out: list[Example] = []
+    for k in keys:
+        out.extend(rng.sample(strata[k], take[k]))
+    return sorted(out, key=lambda e: e.id)
 
 
 def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
@@ -245,18 +393,23 @@ def train(data: Path, out: Path, cfg: TrainConfig, base: str = "", resume: bool 
     examples = list(read_examples(data, split="train"))
     if limit > 0:
         examples = examples[:limit]
+    examples = stratified_subset(examples, cfg.subset, cfg.seed, cfg.stratum_min)
+    strata: dict[str, int] = {}
+    for ex in examples:
+        key = f"{ex.world}/{ex.strategy}/{ex.format}/{ex.kind}"
+        strata[key] = strata.get(key, 0) + 1
     encoded: list[Encoded] = []
     skipped = 0
     for ex in examples:
-        e = encode(tokenize, ex)
+        e = encode(tokenize, ex, tok.eos_token_id)
         if e is None or len(e.ids) > cfg.max_tokens:
             skipped += 1
         else:
             encoded.append(e)
     if not encoded:
         raise ValueError(f"{data}: no usable training example (split 'train')")
-    seq = order(len(encoded), cfg.epochs, cfg.seed)
-    total = math.ceil(len(seq) / cfg.batch)
+    plan = batch_plan(encoded, cfg.batch, cfg.epochs, cfg.seed, cfg.share_prefix)
+    total = len(plan)
     if cfg.max_steps > 0:
         total = min(total, cfg.max_steps)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -278,23 +431,28 @@ def train(data: Path, out: Path, cfg: TrainConfig, base: str = "", resume: bool 
     model.train()
     t0 = time.perf_counter()
     cpu0 = time.process_time()
-    tokens = grad_tokens = done_examples = 0
+    tokens = grad_tokens = shared_tokens = done_examples = 0
     stopped = "done"
     bar = tqdm(total=total, initial=step, desc="train", unit="step", disable=not progress, dynamic_ncols=True)
     try:
         while step < total:
             for group in opt.param_groups:
                 group["lr"] = lr_at(step, cfg, total)
-            batch = [encoded[i] for i in seq[step * cfg.batch: (step + 1) * cfg.batch]]
+            batch = [encoded[i] for i in plan[step]]
             opt.zero_grad(set_to_none=True)
             step_loss = 0.0
-            for enc in batch:
-                loss, n_grad = example_loss(model, enc, cfg.grad_context)
-                (loss / len(batch)).backward()
-                step_loss += float(loss.detach()) / len(batch)
-                tokens += len(enc.ids)
+            if cfg.share_prefix:
+                step_loss, n_grad, n_shared = group_loss(model, batch, cfg.grad_context)
                 grad_tokens += n_grad
-                done_examples += 1
+                shared_tokens += n_shared
+            else:
+                for enc in batch:
+                    loss, n_grad = example_loss(model, enc, cfg.grad_context)
+                    (loss / len(batch)).backward()
+                    step_loss += float(loss.detach()) / len(batch)
+                    grad_tokens += n_grad
+            tokens += sum(len(enc.ids) for enc in batch)
+            done_examples += len(batch)
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             step += 1
@@ -324,7 +482,8 @@ def train(data: Path, out: Path, cfg: TrainConfig, base: str = "", resume: bool 
     first, last = log[:window], log[-window:]
     summary = {
         "data": str(data), "base_model_dir": model_dir.name, "config": asdict(cfg), "targets": list(cfg.targets),
-        "train_examples": len(encoded), "skipped_examples": skipped, "steps": step, "total_steps": total,
+        "train_examples": len(encoded), "skipped_examples": skipped, "strata": strata,
+        "shared_prefix_tokens_this_run": shared_tokens, "steps": step, "total_steps": total,
         "stopped": stopped, "load_s": round(load_s, 1), "train_s_this_run": round(elapsed, 1),
         "examples_this_run": done_examples, "tokens_this_run": tokens, "grad_tokens_this_run": grad_tokens,
         "tokens_per_s": round(tokens / max(elapsed, 1e-9), 1),
@@ -362,6 +521,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seed", type=int, default=d.seed)
     ap.add_argument("--threads", type=int, default=d.threads, help="torch threads (0 = default)")
     ap.add_argument("--save-every", type=int, default=d.save_every, help="steps between checkpoints")
+    ap.add_argument("--no-share-prefix", action="store_true",
+                    help="one example per forward pass in a random order (no shared preamble pass)")
+    ap.add_argument("--subset", type=int, default=d.subset,
+                    help="train on this many examples, stratified by world/strategy/format/kind (0 = all)")
+    ap.add_argument("--stratum-min", type=int, default=d.stratum_min,
+                    help="examples every stratum keeps in a subset (if it has them)")
     ap.add_argument("--time-budget-min", type=float, default=d.time_budget_min,
                     help="stop after this many minutes (model loading included), checkpoint kept; 0 = none")
 
@@ -370,7 +535,8 @@ def config_from(ns: argparse.Namespace) -> TrainConfig:
     return TrainConfig(rank=ns.rank, alpha=ns.alpha, dropout=ns.dropout, mlp=ns.mlp, lr=ns.lr,
                        warmup_steps=ns.warmup_steps, batch=ns.batch, epochs=ns.epochs, max_steps=ns.max_steps,
                        grad_context=ns.grad_context, max_tokens=ns.max_tokens, seed=ns.seed, threads=ns.threads,
-                       save_every=ns.save_every, time_budget_min=ns.time_budget_min)
+                       save_every=ns.save_every, time_budget_min=ns.time_budget_min,
+                       share_prefix=not ns.no_share_prefix, subset=ns.subset, stratum_min=ns.stratum_min)
 
 
 def main(ns: argparse.Namespace) -> int:

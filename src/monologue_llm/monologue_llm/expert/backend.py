@@ -126,12 +126,14 @@ class ExpertBackend:
         return ans, responder.name
 
     def _record(self, fmt: str, kind: QueryKind, prompt: str, completion: str, candidates: Sequence[str],
-                erred: bool, note: str) -> None:
-        """Append one answered query to `record_path` (when recording): the prompt and the CORRECT answer."""
+                erred: bool, note: str, stop: Sequence[str] = ()) -> None:
+        """Append one answered query to `record_path` (when recording): the prompt, the CORRECT answer and the
+        call's stop strings (the tuned model learns to end its answer with one)."""
         if self.record_path is None:
             return
         line = json.dumps({"format": fmt, "kind": kind, "prompt": prompt, "completion": completion,
-                           "candidates": list(candidates), "erred": erred, "note": note}, ensure_ascii=False)
+                           "candidates": list(candidates), "erred": erred, "note": note, "stop": list(stop)},
+                          ensure_ascii=False)
         with self._lock, self.record_path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
 
@@ -157,7 +159,7 @@ class ExpertBackend:
         ans, fmt = self._answer("generate", prompt, stop=stop, grammar=grammar)
         text, reason = _cut(self._text(ans, self._rng("generate", prompt)), stop)
         correct = _cut(ans.text, stop)[0]
-        self._record(fmt, "generate", prompt, correct, (), text != correct, ans.note)
+        self._record(fmt, "generate", prompt, correct, (), text != correct, ans.note, stop)
         toks = _tokens(text)
         if len(toks) > max_tokens:
             text, reason = " ".join(toks[:max_tokens]), "length"
@@ -221,7 +223,7 @@ class ExpertBackend:
             text, reason = _cut(self._text(ans, rng), stop)
             lp = GOOD_TOKEN_LOGPROB if text == correct else -1.5
             samples.append(Sample(text=text, token_logprobs=(lp,) * len(_tokens(text)), finish_reason=reason))
-        self._record(fmt, "sample", prompt, correct, (), any(s.text != correct for s in samples), ans.note)
+        self._record(fmt, "sample", prompt, correct, (), any(s.text != correct for s in samples), ans.note, stop)
         return SampleResult(samples=tuple(samples), prompt_tokens=len(_tokens(prompt)),
                             new_tokens_processed=len(_tokens(prompt)), wall_time_s=time.perf_counter() - t0)
 

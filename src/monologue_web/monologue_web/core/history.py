@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from monologue_domain.transcript import load_episode
+from monologue_domain.transcript import load_episode, running_in_another_process
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl$")
 
@@ -19,7 +19,8 @@ def episode_file(directory: Path, name: str) -> Path | None:
 
 
 def list_episodes(directory: Path, limit: int = 200) -> list[dict[str, Any]]:
-    """The newest `limit` transcripts: file name, episode id, instruction, outcome, size (bytes), mtime (s)."""
+    """The newest `limit` transcripts: file name, episode id, instruction, outcome, whether a live planner
+    is still running it, size (bytes), mtime (s)."""
     if not directory.is_dir():
         return []
     files = sorted(directory.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)[:limit]
@@ -33,6 +34,7 @@ def list_episodes(directory: Path, limit: int = 200) -> list[dict[str, Any]]:
         end = ep.end or {}
         out.append({"name": p.name, "episode_id": str(ep.header.get("episode_id") or p.stem),
                     "instruction": instruction, "events": len(ep.events), "ended": ep.end is not None,
+                    "running": ep.end is None and running_in_another_process(p),
                     "success": end.get("success"), "reason": str(end.get("reason", "")),
                     "size": p.stat().st_size, "mtime": p.stat().st_mtime})
     return out

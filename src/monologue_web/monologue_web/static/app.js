@@ -249,7 +249,7 @@ function textRow(cells) {
 
 async function loadHistory() {
   await fillTable("/api/history", "history", (h) => {
-    const outcome = !h.ended ? "interrupted" : h.success ? "success" : `failure ${h.reason}`;
+    const outcome = h.running ? "running" : !h.ended ? "interrupted" : h.success ? "success" : `failure ${h.reason}`;
     const tr = textRow([h.episode_id, h.instruction, String(h.events), outcome]);
     const td = document.createElement("td");
     const view = document.createElement("button"); view.className = "small"; view.textContent = "view";

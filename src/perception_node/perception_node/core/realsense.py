@@ -5,6 +5,7 @@ Inputs are plain values (no pyrealsense2 import), so these are tested without th
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,3 +65,44 @@ def color_encoding(rs_format: str) -> str:
     if name not in COLOR_ENCODINGS:
         raise ValueError(f"colour format {name!r} is not supported; use one of {sorted(COLOR_ENCODINGS)}")
     return COLOR_ENCODINGS[name]
+
+
+# RealSense timestamp domains (`rs.timestamp_domain.X`, str() "timestamp_domain.X"): how frame.get_timestamp()
+# (ms) relates to the host clock.
+HOST_DOMAINS = ("system_time", "global_time")  # the host's clock (global: the device clock mapped onto it)
+# Optical frame in its camera_link, as realsense-ros publishes it: REP-103 optical (z forward, x right, y down)
+# below a body frame (x forward, z up); quaternion x, y, z, w.
+OPTICAL_IN_LINK_QUATERNION = (-0.5, 0.5, -0.5, 0.5)
+
+
+class CaptureClock:
+    """The capture time of a RealSense frame in the node's clock (s), from its timestamp (ms) and domain.
+
+    - `system_time` / `global_time`: the timestamp is already host time (librealsense maps the device's
+      clock onto the host's for global time; system time is when the host received the frame): used as it
+      is, as realsense-ros does, unless it is more than `host_skew_s` from the node's clock (the node runs on
+      simulated time): then as a device clock below, as are recordings (their timestamps are old).
+    - `hardware_clock` (the device's own clock, ms since power-up), recordings and skewed clocks: the offset
+      to the node's clock is the smallest (now - timestamp) seen, i.e. the fastest delivery (a frame cannot
+      arrive before it was captured), so stamps keep the frames' true spacing and lag their capture by at
+      most the fastest delivery latency seen. It is re-anchored when timestamps go backwards (a device
+      reset, a looped bag starting over) or the mapping puts a frame more than `max_skew_s` in the past
+      (clock drift).
+    """
+
+    def __init__(self, max_skew_s: float = 1.0, host_skew_s: float = 60.0) -> None:
+        self._max_skew, self._host_skew = max_skew_s, host_skew_s
+        self._offset: float | None = None  # s, node clock - device clock
+        self._last = -math.inf  # s, the previous frame's timestamp
+
+    def stamp(self, timestamp_ms: float, domain: str, now_s: float, recorded: bool = False) -> float:
+        t = float(timestamp_ms) / 1000.0
+        name = str(domain).rsplit(".", 1)[-1]
+        if name in HOST_DOMAINS and not recorded and abs(now_s - t) <= self._host_skew:
+            return t
+        off, last = self._offset, self._last
+        self._last = t
+        if off is None or t < last or t + off < now_s - self._max_skew:
+            off = now_s - t  # (re-)anchor: this frame taken as delivered at once
+        self._offset = off = min(off, now_s - t)  # a faster delivery: the offset was too large
+        return t + off

@@ -13,6 +13,14 @@ from .object_detectors import DETECTORS, DetectorConfig
 from .pipeline import PipelineConfig
 
 SOURCES = ("oracle", "camera")
+# Who publishes the camera images (source `camera`): `topics` = color_topic, depth_topic, info_topic as set (the
+# simulator, Spot's skills node); `pyrealsense2` = our realsense_publisher (the same parameters; the robot table's
+# camera node); `realsense_ros` = the official realsense2_camera node, read on its own topics under
+# realsense_ros_prefix with a best-effort subscription (matching its default and its SENSOR_DATA QoS), and the
+# bring-up does not start our publisher (monologue_bringup.graph).
+CAMERA_DRIVERS = ("topics", "pyrealsense2", "realsense_ros")
+# realsense2_camera's topics under <camera_namespace>/<camera_name> (align_depth.enable:=true for the depth)
+REALSENSE_ROS_TOPICS = ("color/image_raw", "aligned_depth_to_color/image_raw", "color/camera_info")
 # Parameters every node has but not every node reads: rclpy's own, and the shared llm block of
 # config/llm/*.yaml (`/**`).
 NOT_MINE = ("use_sim_time", "start_type_description_service", "llm")
@@ -25,6 +33,7 @@ class CameraSettings:
     detector: DetectorConfig
     candidates: tuple[str, ...]                 # object names to detect; () = names from the ground truth
     base_frame: str
+    camera_driver: str                          # CAMERA_DRIVERS; the topics below are resolved for it
     color_topic: str
     depth_topic: str                            # 16UC1 (mm) or 32FC1 (m), aligned to colour
     info_topic: str
@@ -39,6 +48,11 @@ class CameraSettings:
     marker_lifetime: float                      # s
     miss_updates_to_occlude: int                # frames
     view_margin: float                          # px
+
+    @property
+    def best_effort(self) -> bool:
+        """Subscribe the images best effort (the official driver's topics) rather than reliable (ours)."""
+        return self.camera_driver == "realsense_ros"
 
     def pipeline_config(self) -> PipelineConfig:
         """The pipeline's configuration from these parameters (its other fields are algorithm constants)."""
@@ -81,13 +95,22 @@ def _camera(r: ParamReader) -> CameraSettings:
     if len(pose) == 7:
         n = math.sqrt(sum(v * v for v in pose[3:]))
         r.check(abs(n - 1.0) < 1e-3, f"static_camera_pose: the quaternion must be unit length, got norm {n:g}")
+    driver = r.string("camera_driver", CAMERA_DRIVERS)
+    prefix = r.string("realsense_ros_prefix", nonempty=True).rstrip("/")
+    r.check(prefix.startswith("/"),
+            f"realsense_ros_prefix: an absolute namespace such as /camera/camera, got {prefix!r}")
+    topics = (r.string("color_topic", nonempty=True), r.string("depth_topic", nonempty=True),
+              r.string("info_topic", nonempty=True))
+    if driver == "realsense_ros":
+        topics = tuple(f"{prefix}/{t}" for t in REALSENSE_ROS_TOPICS)  # type: ignore[assignment]
     return CameraSettings(
         detector=detector,
         candidates=r.strings("candidates"),
         base_frame=r.string("base_frame", nonempty=True),
-        color_topic=r.string("color_topic", nonempty=True),
-        depth_topic=r.string("depth_topic", nonempty=True),
-        info_topic=r.string("info_topic", nonempty=True),
+        camera_driver=driver,
+        color_topic=topics[0],
+        depth_topic=topics[1],
+        info_topic=topics[2],
         static_camera_pose=pose if len(pose) == 7 else (),
         process_rate=r.number("process_rate", 0.0, low_open=True),
         sync_tolerance=r.number("sync_tolerance", 0.0, low_open=True),
@@ -123,7 +146,8 @@ class RealsenseSettings:
     width: int                                  # px
     height: int                                 # px
     fps: int                                    # Hz
-    frame_id: str
+    frame_id: str                               # the images' frame: the colour optical frame
+    link_frame: str                             # static link_frame -> frame_id on /tf_static ("" = none)
     namespace_prefix: str                       # topics <prefix>/color/image_raw, ...
     wait_timeout: float                         # s for a frame (and between reconnection attempts)
     bag_wait_for_subscribers: float = 0.0       # s; bag_file only: wait for a subscriber on each topic first
@@ -148,9 +172,11 @@ def realsense_settings_from_parameters(params: Mapping[str, object]) -> Realsens
         height=r.integer("height", 1),
         fps=r.integer("fps", 1),
         frame_id=r.string("frame_id", nonempty=True),
+        link_frame=r.string("link_frame"),
         namespace_prefix=r.string("namespace_prefix"),
         wait_timeout=r.number("wait_timeout", 0.0, low_open=True),
         bag_wait_for_subscribers=r.number("bag_wait_for_subscribers", 0.0),
     )
+    r.check(s.link_frame != s.frame_id, f"link_frame: must differ from frame_id {s.frame_id!r} (or be '')")
     r.finish()
     return replace(s, unused=tuple(r.unused(NOT_MINE)))

@@ -27,7 +27,9 @@ What it models (as librealsense 2.5x does it):
   are rendered through the depth sensor's own intrinsics (`depth_intrinsics`, another fx), so only
   `align(stream.color).process()` gives depth in the colour image's geometry (the fake renders the
   plane again; the depth-to-colour extrinsics are taken as identity).
-  `get_timestamp()` is host time in ms; `get_data()` a read-only HxWx3 uint8 / HxW uint16 buffer.
+  `get_timestamp()` is the capture time in ms in `get_frame_timestamp_domain()` (scenario `timestamp_domain`:
+  host time for global_time / system_time, the device's uptime for hardware_clock); frames are delivered
+  `capture_latency_s` after their capture. `get_data()` a read-only HxWx3 uint8 / HxW uint16 buffer.
 - `.bag` playback: the SDK reads ROS1 bags; this fake cannot. It reads a JSON stand-in with the `.bag`
   path the node is given (`write_bag(path, ...)`): {"fake_pyrealsense2_bag": 1, "width", "height", "fps",
   "depth_scale", "color_intrinsics", "frames": [{"color": [r, g, b], "depth_m": z}, ...]} (each frame a
@@ -96,6 +98,12 @@ class playback_status(_Enum):  # noqa: N801
     stopped = 3
 
 
+class timestamp_domain(_Enum):  # noqa: N801
+    hardware_clock = 0
+    system_time = 1
+    global_time = 2
+
+
 class camera_info(_Enum):  # noqa: N801
     name = 0  # type: ignore[assignment]  # pyrealsense2's member name shadows Enum.name
     serial_number = 1
@@ -125,6 +133,11 @@ class Scenario:
     disconnect_after_frame: int = 0  # > 0: the device is unplugged after this frame number
     reconnect_after_s: float = -1.0  # >= 0: and plugged in again this long after the unplug
     no_device_block_s: float = 15.0  # how long start() waits for a missing device before raising
+    # frame.get_timestamp() (ms) is the capture time in this timestamp_domain: global_time (the D400 default:
+    # the device clock mapped onto the host's) or system_time = host time; hardware_clock = ms since the
+    # device powered up (DEVICE_BOOT_S before the fake was imported)
+    timestamp_domain: str = "global_time"
+    capture_latency_s: float = 0.0  # s from a frame's capture to its delivery by wait_for_frames
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Scenario:
@@ -136,6 +149,8 @@ class Scenario:
 
 
 _lock = threading.Lock()
+DEVICE_BOOT_S = 1000.0  # s the fake device has been powered up when this module is imported
+_boot_monotonic = time.monotonic() - DEVICE_BOOT_S
 _scenario: Scenario | None = None
 _unplugged_at: float | None = None  # monotonic time of the unplug, shared by contexts and pipelines
 
@@ -226,6 +241,18 @@ def write_shim(directory: str | Path) -> Path:
     return Path(directory)
 
 
+def write_absent_shim(directory: str | Path) -> Path:
+    """Write `directory/pyrealsense2/__init__.py` that fails to import as a missing SDK does (a platform without
+    a wheel), also where the real pyrealsense2 is installed; returns `directory` (put it first on PYTHONPATH)."""
+    pkg = Path(directory) / "pyrealsense2"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text(
+        '"""Test shim: pyrealsense2 missing."""\n'
+        "raise ModuleNotFoundError(\"No module named 'pyrealsense2' (test shim: no wheel here)\",\n"
+        "                          name='pyrealsense2')\n")
+    return Path(directory)
+
+
 # ---- SDK objects ---------------------------------------------------------------------------------
 
 
@@ -278,11 +305,13 @@ class frame:  # noqa: N801
     """A frame; an empty one (the SDK's missing frame) is falsy and raises on access."""
 
     def __init__(self, data: NDArray[Any] | None = None, profile: stream_profile | None = None,
-                 number: int = 0, timestamp_ms: float = 0.0) -> None:
+                 number: int = 0, timestamp_ms: float = 0.0,
+                 domain: timestamp_domain = timestamp_domain.global_time) -> None:
         if data is not None:
             data = data.copy()
             data.flags.writeable = False
         self._data, self._profile, self._number, self._ts = data, profile, number, timestamp_ms
+        self._domain = domain
 
     def __bool__(self) -> bool:
         return self._data is not None
@@ -299,6 +328,10 @@ class frame:  # noqa: N801
     def get_timestamp(self) -> float:
         self._check()
         return self._ts
+
+    def get_frame_timestamp_domain(self) -> timestamp_domain:
+        self._check()
+        return self._domain
 
     def get_frame_number(self) -> int:
         self._check()
@@ -623,7 +656,12 @@ class pipeline:  # noqa: N801
         self._frame_number += 1 + max(0, int((now - self._next_due) / period))  # a slow reader drops frames
         n = self._frame_number
         self._next_due = max(self._next_due, now - period) + period
-        ts = time.time() * 1000.0
+        domain = timestamp_domain[sc.timestamp_domain]
+        latency = max(0.0, sc.capture_latency_s)
+        if latency > 0.0:
+            time.sleep(latency)  # captured now, delivered after the latency
+        ts = ((time.time() - latency) if domain != timestamp_domain.hardware_clock
+              else (now - _boot_monotonic)) * 1000.0
         (wc, hc, fc, _), (wd, hd, _, _) = self._modes[stream.color], self._modes[stream.depth]
         if self._bag is not None:
             rec = self._bag.d["frames"][self._bag.index]
@@ -650,8 +688,8 @@ class pipeline:  # noqa: N801
         if fc == format.bgr8:
             color = np.ascontiguousarray(color[:, :, ::-1])
         return composite_frame([
-            frame(color, self._profile(stream.color), n, ts),
-            frame(depth, self._profile(stream.depth), n, ts)])
+            frame(color, self._profile(stream.color), n, ts, domain),
+            frame(depth, self._profile(stream.depth), n, ts, domain)])
 
 
 class align:  # noqa: N801
@@ -681,4 +719,5 @@ class align:  # noqa: N801
         aligned = stream_profile(stream.depth, dp.format(), dp.fps(), {
             "width": w, "height": h, "fx": intr.fx, "fy": intr.fy, "ppx": intr.ppx, "ppy": intr.ppy,
             "model": intr.model.name, "coeffs": intr.coeffs})
-        return composite_frame([c, frame(units, aligned, d.get_frame_number(), d.get_timestamp())])
+        return composite_frame([c, frame(units, aligned, d.get_frame_number(), d.get_timestamp(),
+                                        d.get_frame_timestamp_domain())])

@@ -13,6 +13,7 @@ from monologue_common.core.settings import ParamReader
 
 from .arm import TcpPose
 from .arm_backend import SKILL_RULES, PickPlaceConfig
+from .frames import Transform
 from .kinematics import matrix_to_rotvec, pose_to_matrix, rotvec_to_quaternion
 from .safety import SafetyLimits
 
@@ -108,24 +109,22 @@ def read_arm(r: ParamReader, block: str) -> ArmSettings | None:
 
 # ---- the arm on /tf (a wrist camera's pose for perception) -------------------------------------------
 
-Transform = tuple[tuple[float, float, float], tuple[float, float, float, float]]  # m; quaternion x y z w
-
-
 @dataclass(frozen=True)
 class ArmTf:
-    """What an arm backend publishes on /tf: base -> flange from the measured TCP pose, and the wrist
-    camera's hand-eye calibration as a static flange -> camera transform."""
+    """What an arm backend publishes on /tf (frame names: skills_node.core.frames): base -> tool0 from the
+    measured TCP pose, the fixed UR frames, and the wrist camera's hand-eye calibration."""
 
-    rate: float  # Hz, base -> flange
-    flange_frame: str  # e.g. tool0
-    camera_frame: str  # e.g. camera_color_optical_frame
-    camera_in_flange: Transform  # m, quaternion
+    rate: float  # Hz, base -> tool0
+    camera_frame: str  # the camera's optical frame, the images' frame_id (camera_color_optical_frame)
+    camera_link_frame: str  # the camera driver's body frame above it (camera_link); "" = none
+    camera_in_tool0: Transform  # hand-eye calibration: the optical frame's pose in tool0 (m, quaternion)
 
 
 def read_tf(r: ParamReader, block: str) -> ArmTf:
     rate = r.number(f"{block}.tf_rate", low=0.0, high=500.0, low_open=True)
-    flange = r.string(f"{block}.flange_frame", nonempty=True)
     camera = r.string(f"{block}.hand_eye.child_frame", nonempty=True)
+    link = r.string(f"{block}.hand_eye.camera_link")
+    r.check(link != camera, f"{block}.hand_eye.camera_link: must differ from child_frame {camera!r} (or be '')")
     t = r.numbers(f"{block}.hand_eye.translation", 3)
     q = r.numbers(f"{block}.hand_eye.rotation", 4)
     norm = math.sqrt(sum(v * v for v in q)) if len(q) == 4 else 0.0
@@ -133,11 +132,12 @@ def read_tf(r: ParamReader, block: str) -> ArmTf:
             f"{block}.hand_eye.rotation: must be a unit quaternion [x, y, z, w], got {list(q)}")
     translation = (t[0], t[1], t[2]) if len(t) == 3 else (0.0, 0.0, 0.0)
     rotation = (q[0], q[1], q[2], q[3]) if len(q) == 4 else (0.0, 0.0, 0.0, 1.0)
-    return ArmTf(rate, flange, camera, (translation, rotation))
+    return ArmTf(rate, camera, link, (translation, rotation))
 
 
 def flange_in_base(tcp: TcpPose, tcp_offset: TcpPose) -> Transform:
-    """The flange's pose in the base frame from the TCP's (m, rad) and the flange -> TCP offset."""
+    """tool0's pose (the flange with an all-zero TCP) in the controller's `base` frame from the TCP's (m,
+    rad; ur_rtde's getActualTCPPose includes the TCP offset) and the tool0 -> TCP offset."""
     t = pose_to_matrix(tcp)
     o = pose_to_matrix(tcp_offset)
     r_o = [row[:3] for row in o[:3]]

@@ -129,6 +129,9 @@ class JudgePlugin:
     description: str
     needs_images: bool = False         # an image-text scorer (clip.model_path) and camera images (clip.image_topic)
     needs_llm: bool = False            # an LLM backend from the llm.* block (config/llm/<llm>.yaml)
+    # the scene must come from a frame captured after the skill ended (a camera that moves with the skill,
+    # e.g. on the gripper): the node asks for fresh scenes until one is, within scene_timeout
+    fresh_scene: bool = False
 
 
 JUDGES: Registry[JudgePlugin] = Registry("judges", package="success_detector_node.core.judges",

@@ -35,7 +35,10 @@ class SimSettings:
     num_blocks: int  # configured random block count (sim/reset without counts uses it)
     num_bowls: int  # configured random bowl count
     domain: DomainSettings = DomainSettings()  # Statler's domain (`sim.scene`; "tabletop" = none)
+    calibration_board: bool = False  # a ChArUco board on the table (hand-eye calibration, monologue-calibrate)
+    camera_mount_offset: tuple[float, ...] = (0.0,) * 6  # wrist camera mount error: x, y, z m, rotation vector rad
     expert_truth_dir: str = ""  # llm:=expert only: where the ground truth is also written for the expert stand-in
+    realtime_priority: int = 0  # SCHED_FIFO priority of the simulator's threads (1-99), 0 = normal scheduling
     unused: tuple[str, ...] = ()  # parameters set but never read (typos; the node warns)
 
     def world_config(self) -> WorldConfig:
@@ -43,7 +46,8 @@ class SimSettings:
         return WorldConfig(
             timestep=self.timestep, contact_force=self.contact_force, protective_stop_force=self.protective_stop_force,
             place_noise_std=self.place_noise_std, image_width=self.image_width, image_height=self.image_height,
-            fovy_deg=self.fovy_deg, seed=self.seed,
+            fovy_deg=self.fovy_deg, seed=self.seed, calibration_board=self.calibration_board,
+            camera_mount_offset=self.camera_mount_offset,
         )
 
 
@@ -69,6 +73,13 @@ def settings_from_parameters(p: Mapping[str, object]) -> SimSettings:
     gt_rate = r.number("ground_truth_rate", 0.0, 100.0, low_open=True)
     js_rate = r.number("joint_state_rate", 0.0, 500.0, low_open=True)
     expert_truth_dir = r.string("expert_truth_dir")
+    realtime_priority = r.integer("realtime_priority", 0, 99) if r.has("realtime_priority") else 0
+    # Hand-eye calibration: the board on the table, and the wrist camera's true mount off the nominal one
+    # (which /tf keeps publishing) by x, y, z m and a rotation vector rad.
+    board = r.boolean("sim.calibration_board")
+    offset = r.numbers("camera.mount_offset", 6)
+    r.check(len(offset) != 6 or (max(abs(v) for v in offset[:3]) <= 0.05 and max(abs(v) for v in offset[3:]) <= 0.2),
+            f"camera.mount_offset: at most 0.05 m and 0.2 rad per component, got {list(offset)}")
     blocks, bowls, heavy = r.strings("sim.block_colors"), r.strings("sim.bowl_colors"), r.strings("sim.heavy_blocks")
     matching = r.boolean("sim.matching_bowls")
     domain = DomainSettings(
@@ -90,6 +101,7 @@ def settings_from_parameters(p: Mapping[str, object]) -> SimSettings:
         camera_mode=mode, image_width=width, image_height=height, camera_rate=camera_rate, fovy_deg=fovy,
         real_time_factor=rtf, timestep=timestep, contact_force=contact_force, protective_stop_force=protective,
         ground_truth_rate=gt_rate, joint_state_rate=js_rate, num_blocks=num_blocks, num_bowls=num_bowls, domain=domain,
-        expert_truth_dir=expert_truth_dir,
+        expert_truth_dir=expert_truth_dir, calibration_board=board,
+        camera_mount_offset=tuple(offset) if len(offset) == 6 else (0.0,) * 6, realtime_priority=realtime_priority,
         unused=tuple(r.unused(ignore=("use_sim_time", "start_type_description_service", "llm"))),
     )

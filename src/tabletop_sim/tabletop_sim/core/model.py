@@ -30,6 +30,8 @@ from monologue_domain.tabletop import (
     DISINFECTOR_RGB,
 )
 
+from .geometry import Vec, mat_from_rotvec, mat_to_quat, xyzw_to_wxyz
+
 ARM_JOINTS: tuple[str, ...] = (
     "shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint",
 )
@@ -39,6 +41,8 @@ CUP_RADIUS = 0.015  # m, suction cup lip radius
 # (toward the robot when the tool points down with the nominal orientation), looking along tool z.
 WRIST_CAMERA_POS = (-0.075, 0.0, 0.02)  # m, in tool0
 OVERHEAD_CAMERA_POS = (0.50, 0.0, 1.00)  # m, in base_link, looking straight down
+BOARD_CENTER = (0.50, 0.0, 0.0005)  # m, in base_link: the ChArUco board (sim.calibration_board), under home
+BOARD_PX_PER_SQUARE = 120  # texture resolution of the board
 BLOCK_MASS = 0.05  # kg
 CUP_MASS = 0.08  # kg, an upside-down cup (Statler's covers); the suction cup grips its closed top
 HEAVY_BLOCK_MASS = 2.0  # kg; more than the suction cup's rated payload (world.SUCTION_PAYLOAD)
@@ -98,11 +102,18 @@ def build_model(
     image_width: int,
     image_height: int,
     fovy_deg: float,
+    calibration_board: bool = False,
+    camera_mount_offset: tuple[float, ...] = (0.0,) * 6,
 ) -> tuple[mujoco.MjModel, ModelIndex]:
-    """Compile the model of `layout` (objects at their sampled x, y, resting on the table)."""
+    """Compile the model of `layout` (objects at their sampled x, y, resting on the table).
+
+    calibration_board: a printed ChArUco board (monologue_vision.calibration.board.BoardSpec's default)
+    lies on the table at BOARD_CENTER. camera_mount_offset: the wrist camera's mount error
+    (x, y, z m, rotation vector rad) in its nominal optical frame (see _add_tool).
+    """
     if not 0.0 < timestep <= 0.01:
         raise ValueError(f"physics timestep must be in (0, 0.01] s, got {timestep}")
-    spec = robot_spec(fovy_deg)
+    spec = robot_spec(fovy_deg, camera_mount_offset)
     spec.modelname = "tabletop_sim"
     spec.option.timestep = timestep
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
@@ -127,6 +138,8 @@ def build_model(
     world.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3.0, 3.0, 0.1], pos=[0.0, 0.0, -0.75],
                    rgba=[0.45, 0.45, 0.42, 1.0], contype=_TABLE, conaffinity=_OBJECT)
     world.add_camera(name="overhead", pos=list(OVERHEAD_CAMERA_POS), xyaxes=[0, -1, 0, 1, 0, 0], fovy=fovy_deg)
+    if calibration_board:
+        _add_calibration_board(spec)
 
     for obj in layout.objects:
         body = world.add_body(name=_body_name(obj.name), pos=[obj.x, obj.y, 0.0])
@@ -151,7 +164,7 @@ _OBJECT_CONTACT: dict[str, object] = {
 }
 
 
-def robot_spec(fovy_deg: float = 45.0) -> mujoco.MjSpec:
+def robot_spec(fovy_deg: float = 45.0, camera_mount_offset: tuple[float, ...] = (0.0,) * 6) -> mujoco.MjSpec:
     """The UR5e with the suction cup tool and wrist camera, without actuators: kinematics only."""
     spec = mujoco.MjSpec.from_file(str(ur5e_xml()))
     for element in [*spec.actuators, *spec.keys, *spec.lights]:
@@ -159,11 +172,40 @@ def robot_spec(fovy_deg: float = 45.0) -> mujoco.MjSpec:
     for geom in spec.geoms:  # the arm's collision capsules
         if geom.contype or geom.conaffinity:
             geom.contype, geom.conaffinity = _ROBOT, _OBJECT
-    _add_tool(spec, fovy_deg)
+    _add_tool(spec, fovy_deg, camera_mount_offset)
     return spec
 
 
-def _add_tool(spec: mujoco.MjSpec, fovy_deg: float) -> None:
+def wrist_camera_mount(offset: tuple[float, ...] = (0.0,) * 6) -> tuple[Vec, Vec]:
+    """(position m, rotation matrix) of the wrist camera's optical frame (x right, y down, z forward) in
+    tool0: the nominal mount composed with `offset` (x, y, z m, rotation vector rad, in the nominal optical
+    frame)."""
+    if len(offset) != 6 or not all(math.isfinite(v) for v in offset):
+        raise ValueError(f"camera mount offset must be 6 finite numbers (x, y, z m, rx, ry, rz rad), got {offset}")
+    nominal = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]]) @ np.diag([1.0, -1.0, -1.0])
+    rot = nominal @ mat_from_rotvec(np.asarray(offset[3:], dtype=np.float64))
+    pos = np.asarray(WRIST_CAMERA_POS, dtype=np.float64) + nominal @ np.asarray(offset[:3], dtype=np.float64)
+    return pos, rot
+
+
+def _add_calibration_board(spec: mujoco.MjSpec) -> None:
+    """The default ChArUco board as a textured plane on the table (visual only), board x along base -y."""
+    from monologue_vision.calibration.board import BoardSpec  # OpenCV: only when a board is asked for
+
+    board = BoardSpec()
+    image = board.image(px_per_square=BOARD_PX_PER_SQUARE)
+    rgb = np.ascontiguousarray(np.repeat(image[:, :, None], 3, axis=2))  # seen from above: not mirrored
+    tex = spec.add_texture(name="charuco", type=mujoco.mjtTexture.mjTEXTURE_2D, width=rgb.shape[1],
+                           height=rgb.shape[0], nchannel=3)
+    tex.data = rgb.tobytes()
+    mat = spec.add_material(name="charuco", texrepeat=[1.0, 1.0], texuniform=False, specular=0.0, shininess=0.0)
+    mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "charuco"
+    sx, sy = board.size
+    spec.worldbody.add_geom(name="charuco_board", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[sx / 2, sy / 2, 0.01],
+                            pos=list(BOARD_CENTER), material="charuco", contype=0, conaffinity=0, group=1)
+
+
+def _add_tool(spec: mujoco.MjSpec, fovy_deg: float, camera_mount_offset: tuple[float, ...]) -> None:
     """Suction cup tool and wrist camera on the flange (Menagerie's attachment_site)."""
     site = spec.site("attachment_site")
     wrist3 = site.parent
@@ -185,8 +227,10 @@ def _add_tool(spec: mujoco.MjSpec, fovy_deg: float) -> None:
                   pos=[cx, cy, cz - 0.014], rgba=[0.15, 0.15, 0.17, 1.0], contype=0, conaffinity=0, mass=0.07)
     tool.add_geom(name="camera_bracket", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.03, 0.01, 0.003],
                   pos=[cx / 2, 0.0, 0.003], rgba=metal, contype=0, conaffinity=0, mass=0.02)
-    # MuJoCo cameras look along their -z with y up: image right = tool +y, image up = tool +x.
-    tool.add_camera(name="wrist", pos=list(WRIST_CAMERA_POS), xyaxes=[0, 1, 0, 1, 0, 0], fovy=fovy_deg)
+    # MuJoCo cameras look along their -z with y up: image right = tool +y, image up = tool +x (nominal).
+    pos, optical = wrist_camera_mount(camera_mount_offset)
+    cam_rot = optical @ np.diag([1.0, -1.0, -1.0])
+    tool.add_camera(name="wrist", pos=list(pos), quat=list(xyzw_to_wxyz(mat_to_quat(cam_rot))), fovy=fovy_deg)
 
 
 def _add_bowl_geoms(body: mujoco.MjsBody, rgba: list[float]) -> None:

@@ -67,6 +67,8 @@ class WorldConfig:
     fovy_deg: float  # deg, vertical field of view of both cameras
     seed: int  # seeds the noise generators
     home_q: tuple[float, ...] = HOME_Q  # rad, where the arm starts and returns to on reset
+    calibration_board: bool = False  # a ChArUco board on the table (model.BOARD_CENTER)
+    camera_mount_offset: tuple[float, ...] = (0.0,) * 6  # wrist camera mount error: x, y, z m, rotation vector rad
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,8 @@ class SimWorld:
     # ----- scene ---------------------------------------------------------------------------------
     def _load(self, layout: SceneLayout, q: Vec) -> None:
         self.model, self.index = build_model(layout, self.config.timestep, self.config.image_width,
-                                             self.config.image_height, self.config.fovy_deg)
+                                             self.config.image_height, self.config.fovy_deg,
+                                             self.config.calibration_board, self.config.camera_mount_offset)
         self.data = mujoco.MjData(self.model)
         self.layout = layout
         self._qadr = np.array(self.index.arm_qpos)

@@ -1,7 +1,8 @@
 """ROS wiring of the `spot` backend (rclpy adapter only), mirroring arm_ros.ArmRosBridge:
 
 - robot/status from SpotRobot.status() (latched; on a timer, after every skill, at once on a lost lease);
-- the `estop` topic (latches the skills and cuts Spot's software e-stop) and the `estop_reset` service
+- the `estop` topic (latches the skills and sets Spot's software e-stop as `spot.estop_mode` says: settle =
+  sit, then cut motor power; cut = at once) and the `estop_reset` service
   (releases it and restores the start posture);
 - Spot's hand camera for perception: `<ns>/color/image_raw` (rgb8), `<ns>/aligned_depth_to_color/image_raw`
   (16UC1 mm, aligned to colour), `<ns>/color/camera_info` and /tf odom -> body -> <sensor frame>, all stamped
@@ -127,10 +128,10 @@ class SpotRosBridge:
             if self._backend is not None:
                 self._backend.estop_reason = "estop topic"
                 self._backend.estop_latched = True
-        try:  # cut even before the skills are attached
-            self._robot.estop_cut()
+        try:  # even before the skills are attached; spot.estop_mode: settle (sit, then cut) or cut at once
+            self._robot.estop()
         except SpotFault as e:  # not connected: the robot's own endpoint timeout stops it
-            self._log.error("could not cut Spot's software e-stop: %s", e)
+            self._log.error("could not set Spot's software e-stop: %s", e)
         self.publish_status()
 
     def _on_reset(self, _req: ResetEstop.Request, res: ResetEstop.Response) -> ResetEstop.Response:

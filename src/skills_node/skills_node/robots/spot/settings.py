@@ -24,6 +24,7 @@ from monologue_common.core.settings import ParamReader
 
 from .core.skills import SKILLS, SpotKitchenSettings
 
+ESTOP_MODES = ("settle", "cut")  # as core.robot.ESTOP_MODES (read without importing bosdyn)
 APPROVAL_MODES = ("off", "skill")  # skill: a person approves every skill before it moves Spot
 MOUNT_PARENTS = ("hand", "body")  # Spot frames a camera of our own can be mounted on
 
@@ -119,6 +120,7 @@ def read(r: ParamReader) -> SpotBackendSettings | None:
         command_timeout_s=positive("command_timeout"), feedback_period_s=positive("feedback_period"),
         take_lease=r.boolean("spot.take_lease"), lease_check_period_s=positive("lease_check_period"),
         estop_timeout_s=positive("estop_timeout"),
+        estop_mode=r.string("spot.estop_mode", ESTOP_MODES), estop_force_setup=r.boolean("spot.estop_force_setup"),
         max_linear_velocity=positive("max_linear_velocity"), max_angular_velocity=positive("max_angular_velocity"),
         max_go_to_distance=positive("max_go_to_distance"), max_move_duration=positive("max_move_duration"),
     )

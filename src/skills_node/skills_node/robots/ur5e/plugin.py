@@ -10,9 +10,11 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from monologue_common.core.settings import ParamReader
 from skills_node.core.arm_settings import ArmSettings, ArmTf, read_arm, read_tf
+from skills_node.core.frames import UR_BASE
 from skills_node.core.safety import SafetyLimits
 from skills_node.plugin import BackendHandle, BackendHost, BackendPlugin
 
@@ -24,7 +26,33 @@ class Ur5eSettings:
     arm: ArmSettings
     rtde: RtdeArmConfig
     rtde_factory: str  # "" = ur_rtde; "module:function" (tests only)
-    tf: ArmTf  # base -> flange and the wrist camera's hand-eye calibration on /tf
+    tf: ArmTf  # base -> tool0, the fixed UR frames and the wrist camera's hand-eye calibration on /tf
+    camera_info_topics: tuple[str, ...]  # robot/status says "no camera" without camera_info on any; () = no check
+    camera_timeout: float  # s
+    calibration_file: str = ""  # monologue-calibrate's file; "" = ~/.ros/monologue/calibration/ur5e.yaml
+
+
+def load_hand_eye(tf: ArmTf, calibration_file: str, robot: str = "ur5e") -> tuple[ArmTf, bool, str]:
+    """(tf with the calibrated hand-eye, True, message) from monologue-calibrate's file, or (tf with the
+    nominal ur5e.hand_eye, False, why) when the file is missing, malformed or for other frames."""
+    from dataclasses import replace
+
+    from monologue_vision.calibration.store import PARENT_FRAME, default_calibration_path, read_calibration
+
+    path = Path(calibration_file).expanduser() if calibration_file else default_calibration_path(robot)
+    if not path.is_file():
+        return tf, False, (f"no hand-eye calibration at {path}: using the nominal ur5e.hand_eye (good to a few "
+                           "cm); run monologue-calibrate robot:=ur5e")
+    try:
+        cal = read_calibration(path)
+    except ValueError as e:
+        return tf, False, f"{e}: using the nominal ur5e.hand_eye"
+    if cal.parent_frame != PARENT_FRAME or cal.child_frame != tf.camera_frame:
+        return tf, False, (f"{path} calibrates {cal.parent_frame} -> {cal.child_frame}, not {PARENT_FRAME} -> "
+                           f"{tf.camera_frame}: using the nominal ur5e.hand_eye")
+    message = (f"hand-eye calibration {path} ({cal.date.date()}, {cal.method}, {cal.samples} samples, residual "
+               f"{cal.residuals.get('translation_rms_mm', float('nan')):.1f} mm)")
+    return replace(tf, camera_in_tool0=(cal.translation, cal.rotation)), True, message
 
 
 def read(r: ParamReader) -> Ur5eSettings | None:
@@ -32,6 +60,8 @@ def read(r: ParamReader) -> Ur5eSettings | None:
     tf = read_tf(r, "ur5e")
     output = r.string("ur5e.end_effector.output", ("tool", "standard"))
     factory = r.string("ur5e.rtde_factory")
+    camera_topics = tuple(t for t in r.strings("ur5e.camera.info_topics") if t.strip())
+    camera_timeout = r.number("ur5e.camera.timeout", low=0.0, low_open=True)  # s
     r.check(not factory or (":" in factory and all(factory.partition(":")[::2])),
             f"ur5e.rtde_factory: must be '' or 'module:function', got {factory!r}")
 
@@ -71,7 +101,8 @@ def read(r: ParamReader) -> Ur5eSettings | None:
         r.check(False, problem)
     if r.errors:
         return None
-    return Ur5eSettings(arm, rtde, factory, tf)
+    calibration = r.string("ur5e.hand_eye.calibration_file") if r.has("ur5e.hand_eye.calibration_file") else ""
+    return Ur5eSettings(arm, rtde, factory, tf, camera_topics, camera_timeout, calibration)
 
 
 def limit_problems(rtde: RtdeArmConfig, limits: SafetyLimits) -> list[str]:
@@ -112,7 +143,7 @@ def load_factories(spec: str) -> RtdeFactories:
 
 
 def create(host: BackendHost, s: Ur5eSettings) -> BackendHandle:
-    from skills_node.arm_ros import ArmRosBridge, ArmTfPublisher
+    from skills_node.arm_ros import ArmRosBridge, ArmTfPublisher, CameraWatch
 
     from .core.rtde import RtdeArm
 
@@ -124,7 +155,8 @@ def create(host: BackendHost, s: Ur5eSettings) -> BackendHandle:
             bridges[0].publish_status()
 
     arm = RtdeArm(s.rtde, load_factories(s.rtde_factory), log, on_status=on_status)
-    bridge = ArmRosBridge(host.node, log, "ur5e", arm, s.rtde.tcp_offset, s.arm, host.frame_id)
+    camera = CameraWatch(s.camera_info_topics, s.camera_timeout) if s.camera_info_topics else None
+    bridge = ArmRosBridge(host.node, log, "ur5e", arm, s.rtde.tcp_offset, s.arm, UR_BASE, camera)  # ur_rtde's frame
     bridges.append(bridge)
     try:
         arm.connect()
@@ -132,8 +164,10 @@ def create(host: BackendHost, s: Ur5eSettings) -> BackendHandle:
         log.error("UR5e not connected at startup: %s", e)
     arm.start_monitor()
     bridge.publish_status()
+    arm_tf, calibrated, message = load_hand_eye(s.tf, s.calibration_file)
+    (log.info if calibrated else log.warning)(message)
     try:
-        tf: ArmTfPublisher | None = ArmTfPublisher(host.node, arm, host.frame_id, s.rtde.tcp_offset, s.tf)
+        tf: ArmTfPublisher | None = ArmTfPublisher(host.node, arm, s.rtde.tcp_offset, arm_tf, log)
     except ImportError as e:  # tf2_msgs is not on PyPI: a pip-only install without the workspace's copy
         tf = None
         log.error("no /tf for the wrist camera (%s): perception needs its static_camera_pose", e)

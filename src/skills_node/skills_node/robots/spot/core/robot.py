@@ -6,9 +6,14 @@ What it does, in order, on `connect()`:
 2. authentication with `BOSDYN_CLIENT_USERNAME` / `BOSDYN_CLIENT_PASSWORD` from the environment only
    (`SpotCredentials.from_env`; the password is never logged, never in a repr or an error message);
 3. time sync (robot commands carry robot-clock end times);
-4. a software e-stop endpoint: the configuration is replaced by one endpoint of ours (`force_simple_setup`,
-   like the SDK examples) and checked in by `EstopKeepAlive`; `estop_cut()`, `estop_settle()` and
-   `estop_release()` set its level. If this process dies, the endpoint times out and the robot stops;
+4. a software e-stop endpoint of ours, registered *beside* the endpoints of the robot's e-stop configuration
+   (the tablet's): a new configuration with the active one's endpoints plus ours (EstopClient.get_config /
+   set_config, then register; our own endpoint left from an earlier run is re-registered in place). Only with
+   `estop_force_setup` is the configuration replaced by ours alone (`force_simple_setup`, as the SDK
+   examples do). `EstopKeepAlive` checks it in; `estop()` asserts the configured `estop_mode` (`settle`:
+   SETTLE_THEN_CUT, the robot sits, then power is cut; `cut`: power cut at once, a standing robot drops),
+   `estop_cut()`, `estop_settle()` and `estop_release()` a given level, through the keep-alive so that its
+   periodic check-ins keep that level. If this process dies, the endpoint times out and the robot settles;
 5. the body lease: acquired, or taken when `take_lease` is set, and kept alive by `LeaseKeepAlive`; it is
    returned by `close()`, which every exit path reaches (context manager, failed connect). A lease taken by
    someone else (the tablet) is detected by the keep-alive and by the next command, and reported as a
@@ -52,6 +57,7 @@ import bosdyn.client  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.api import (  # type: ignore[import-untyped, unused-ignore]
     arm_command_pb2,
     basic_command_pb2,
+    estop_pb2,
     geometry_pb2,
     gripper_command_pb2,
     image_pb2,
@@ -62,7 +68,12 @@ from bosdyn.api.graph_nav import graph_nav_pb2  # type: ignore[import-untyped, u
 from bosdyn.client import exceptions as sdk_errors  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.auth import AuthClient, InvalidLoginError  # type: ignore[import-untyped, unused-ignore]
 from bosdyn.client.directory import DirectoryClient  # type: ignore[import-untyped, unused-ignore]
-from bosdyn.client.estop import EstopClient, EstopEndpoint, EstopKeepAlive  # type: ignore[import-untyped, unused-ignore]
+from bosdyn.client.estop import (  # type: ignore[import-untyped, unused-ignore]
+    EstopClient,
+    EstopEndpoint,
+    EstopKeepAlive,
+    MotorsOnError,
+)
 from bosdyn.client.frame_helpers import (  # type: ignore[import-untyped, unused-ignore]
     BODY_FRAME_NAME,
     GRAV_ALIGNED_BODY_FRAME_NAME,
@@ -126,6 +137,7 @@ _GRASP_FAILURES = (_MANIP.MANIP_STATE_GRASP_FAILED, _MANIP.MANIP_STATE_GRASP_PLA
                    _MANIP.MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP, _MANIP.MANIP_STATE_PLACE_FAILED,
                    _MANIP.MANIP_STATE_PLACE_FAILED_TO_RAYCAST_INTO_MAP)
 HAND_COLOR_FRAME = "hand_color_image_sensor"
+ESTOP_MODES = ("settle", "cut")  # SpotSettings.estop_mode: SETTLE_THEN_CUT (sit first) | CUT (at once)
 ARM_TRAJECTORY_S = 2.0  # s, time of an arm_reach trajectory (at most half its timeout)
 
 Vec3 = tuple[float, float, float]  # m
@@ -262,6 +274,8 @@ class SpotSettings:
     # robot table's YAML sets it; the default is for callers that build settings in code)
     max_go_to_distance: float = 8.0
     max_move_duration: float = 10.0  # s: longer move() (velocity) commands are refused before sending
+    estop_mode: str = "settle"  # estop(): settle (sit, then cut motor power) | cut (cut at once: it drops)
+    estop_force_setup: bool = False  # True: replace the robot's e-stop configuration by our endpoint alone
 
     def __post_init__(self) -> None:
         if not self.hostname:
@@ -274,6 +288,8 @@ class SpotSettings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be > 0, got {value}")
+        if self.estop_mode not in ESTOP_MODES:
+            raise ValueError(f"estop_mode must be one of {' | '.join(ESTOP_MODES)}, got {self.estop_mode!r}")
         problem = ca_cert_problem(self.ca_cert_path)
         if problem:
             raise ValueError(f"ca_cert_path: {problem}")
@@ -491,7 +507,12 @@ class SpotRobot:
         # E-stop first: the robot will not power on without a live endpoint.
         estop_client = robot.ensure_client(EstopClient.default_service_name)
         endpoint = EstopEndpoint(estop_client, c.client_name, c.estop_timeout_s)
-        endpoint.force_simple_setup()  # replaces the robot's e-stop configuration with our endpoint
+        if c.estop_force_setup:
+            endpoint.force_simple_setup()  # replaces the robot's e-stop configuration with our endpoint
+            self._log.warning("e-stop: the robot's configuration replaced by endpoint %s alone (estop_force_setup)",
+                              c.client_name)
+        else:
+            self._register_estop_beside(estop_client, endpoint)
         self._estop_endpoint = endpoint
         self._estop_keepalive = EstopKeepAlive(endpoint, rpc_timeout_seconds=c.rpc_timeout_s)
         # Lease.
@@ -506,6 +527,40 @@ class SpotRobot:
         self._lease_lost.clear()
         self._lease_keepalive = LeaseKeepAlive(lease_client, rpc_interval_seconds=c.lease_check_period_s,
                                                on_failure_callback=self._on_lease_failure, return_at_exit=True)
+
+    def _register_estop_beside(self, client: Any, endpoint: Any) -> None:
+        """Register `endpoint` beside the robot's e-stop endpoints (the tablet's stay). Our endpoint (by name) left
+        in the active configuration by an earlier run is re-registered in place (no configuration change, so
+        this works with the motors on); otherwise a configuration of the active one's endpoints (unique ids kept)
+        plus ours is set (the robot allows that only with the motors off) and ours registered in it. Ours takes
+        the role the SDK requires in every configuration (`PDB_rooted`) unless another endpoint already has it;
+        then a role of its own (our client name), so that registering by role finds our slot."""
+        c = self.cfg
+        active = client.get_config()
+        mine = [e for e in active.endpoints if e.name == c.client_name]
+        if len(mine) == 1:
+            endpoint.role = mine[0].role
+            endpoint.register(active.unique_id)
+            self._log.info("e-stop: endpoint %s re-registered in the robot's configuration %s", c.client_name,
+                           active.unique_id)
+            return
+        kept = [e for e in active.endpoints if e.name != c.client_name]
+        if any(e.role == EstopEndpoint.REQUIRED_ROLE for e in kept):
+            endpoint.role = c.client_name
+        config = estop_pb2.EstopConfig()
+        for e in kept:
+            config.endpoints.add().CopyFrom(e)
+        config.endpoints.add().CopyFrom(endpoint.to_proto())
+        try:
+            new = client.set_config(config, active.unique_id)
+        except MotorsOnError as e:
+            raise SpotFault(SpotFaultCause.ESTOP, "the robot's e-stop configuration can only gain our endpoint with "
+                            "the motors off: sit Spot and power it off from the tablet, then start again (or set "
+                            "spot.estop_force_setup to replace the configuration, also with the motors off)") from e
+        endpoint.register(new.unique_id)
+        names = ", ".join(f"{e.name or '?'} ({e.role})" for e in kept) or "none"
+        self._log.info("e-stop: endpoint %s (%s) registered beside the robot's: %s", c.client_name, endpoint.role,
+                       names)
 
     def close(self) -> None:
         """Stop, return the lease, stop the keep-alives and the SDK's threads. Safe to call twice."""
@@ -562,23 +617,33 @@ class SpotRobot:
         return self._robot
 
     # -- e-stop ----------------------------------------------------------------------------------
+    # Levels go through the keep-alive: its periodic check-ins assert the level it was last given (a level set
+    # on the endpoint alone would be undone by the next check-in, which asserts ESTOP_LEVEL_NONE).
+    def estop(self) -> None:
+        """The software e-stop as configured (`estop_mode`): settle (sit, then cut) or cut at once."""
+        if self.cfg.estop_mode == "cut":
+            self.estop_cut()
+        else:
+            self.estop_settle()
+
     def estop_cut(self) -> None:
         """Cut motor power at once (the robot falls if standing)."""
-        self._estop_level("cut", lambda ep: ep.stop(timeout=self.cfg.rpc_timeout_s))
+        self._estop_level("cut", lambda ka: ka.stop())
 
     def estop_settle(self) -> None:
-        """Sit down, then cut motor power."""
-        self._estop_level("settle then cut", lambda ep: ep.settle_then_cut(timeout=self.cfg.rpc_timeout_s))
+        """Sit down, then cut motor power (SETTLE_THEN_CUT)."""
+        self._estop_level("settle then cut", lambda ka: ka.settle_then_cut())
 
     def estop_release(self) -> None:
         """Allow motion again (motors stay off until power_on())."""
-        self._estop_level("release", lambda ep: ep.allow(timeout=self.cfg.rpc_timeout_s))
+        self._estop_level("release", lambda ka: ka.allow())
 
     def _estop_level(self, what: str, call: Callable[[Any], None]) -> None:
-        if self._robot is None or self._estop_endpoint is None:
+        keepalive = self._estop_keepalive
+        if self._robot is None or keepalive is None:
             raise SpotFault(SpotFaultCause.CONNECTION_LOST, f"e-stop {what}: not connected")
         try:
-            call(self._estop_endpoint)
+            call(keepalive)
         except Exception as e:
             raise self._fault_from(e, f"e-stop {what}") from e
         self._log.warning("software e-stop: %s", what)

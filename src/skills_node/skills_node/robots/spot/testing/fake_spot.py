@@ -13,10 +13,18 @@ It behaves like the robot where this project depends on it:
 - the body lease: acquire refuses while someone else holds it, take always wins; requests with an older
   lease get `LeaseUseResult.STATUS_OLDER`; `take_lease_as(...)` is the tablet taking control: running
   commands are overridden and our RetainLease calls fail;
-- e-stop: motors are allowed only while at least one software endpoint is registered, checks in at
-  `ESTOP_LEVEL_NONE` within its timeout, and the hardware e-stop (`press_estop()`) is released; when
-  that stops holding, motors are cut, running commands report `STATUS_ROBOT_FROZEN`, and power on returns
-  `STATUS_ESTOPPED`; robot commands without motor power return `STATUS_NOT_POWERED_ON`;
+- e-stop: motors are allowed only while at least one software endpoint is registered, every endpoint checks
+  in at `ESTOP_LEVEL_NONE` within its timeout, and the hardware e-stop (`press_estop()`) is released. The
+  stop level is the most restrictive one: the hardware e-stop or an endpoint at `ESTOP_LEVEL_CUT` cuts motor
+  power at once (a standing robot drops: "fell" in `posture_history()`); an endpoint at
+  `ESTOP_LEVEL_SETTLE_THEN_CUT`, or one silent past its timeout, makes the robot sit (SETTLE_S s, scaled as
+  the other motions; behaviour state TRANSITION, "settling"), then cuts power ("sat", "motors off"). Running
+  commands report `STATUS_ROBOT_FROZEN`, power on returns `STATUS_ESTOPPED`; robot commands without motor
+  power return `STATUS_NOT_POWERED_ON`;
+- the e-stop configuration starts as the robot's own with the operator's tablet registered and checking in
+  (`tablet_estop`, endpoint "tablet", role PDB_rooted); SetEstopConfig (motors off only, a PDB_rooted
+  endpoint required) keeps the registration of every endpoint it lists by unique id, the others are slots
+  until registered; RegisterEstopEndpoint fills the slot named by the target's unique id, else by its role;
 - stand / sit / SE2 velocity / SE2 trajectory commands run for a short simulated time, then report their
   end status; `fail_next_command(...)` makes the next command's feedback report a failure and adds a
   behaviour fault;
@@ -46,7 +54,9 @@ Kinematics and the world (see also testing/fake_spot_world.py):
   out, GraphNavService (a waypoint per location at its stand pose; localized at start; navigate_to walks);
 - faults: `fail_next_grasp(state)`, `fail_next_navigation(status, fraction)` (stops part-way: STUCK,
   LOST - which also loses the localization -, ...), `lose_localization()`; lease taken and e-stop end a
-  grasp (GRASP_FAILED) and a navigation (COMMAND_OVERRIDDEN / ROBOT_IMPAIRED) like any command.
+  grasp (GRASP_FAILED) and a navigation (COMMAND_OVERRIDDEN / ROBOT_IMPAIRED) like any command;
+  `phantom_next_grasp()`: the next grasp reports success and the gripper reports holding an item, but the
+  object stays where it was (a mis-grasp the robot misreports: only the camera shows it).
 
 The e-stop challenge/response is not verified (any response is accepted).
 """
@@ -131,6 +141,9 @@ HandPose = tuple[float, float, float, float]  # x, y, z m in the body frame, pit
 LOOK_HAND: HandPose = (-0.1, 0.0, 0.75, math.radians(38.0))  # stowed and carry: the hand camera's look pose
 GRASP_REACH = 1.3  # m from the body origin: farther grasp targets have no solution
 GRASP_S = 2.0  # s, a grasp (scaled by time_scale)
+SETTLE_S = 2.0  # s, SETTLE_THEN_CUT: sitting down before motor power is cut (scaled by time_scale)
+REQUIRED_ESTOP_ROLE = "PDB_rooted"  # every e-stop configuration needs an endpoint of this role
+TABLET = "tablet"  # name of the operator's tablet e-stop endpoint
 NAMED_ARM_S = 1.0  # s, stow / carry
 GRIPPER_S = 0.5  # s
 WALK_SPEED, WALK_YAW_RATE = 1.0, 1.0  # m/s, rad/s when a command carries no velocity limits
@@ -142,6 +155,7 @@ HAND_FRAME = "hand"
 HAND_T_SENSOR = SE3Pose(0.0, 0.0, 0.0, Quat.from_matrix(np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0],
                                                                   [0.0, -1.0, 0.0]])))
 MANIP = manipulation_api_pb2
+PHANTOM = -1  # _Command.fail_status of a phantom grasp (reported held, nothing taken)
 NAV = graph_nav_pb2.NavigationFeedbackResponse
 
 
@@ -174,6 +188,7 @@ class _Endpoint:
     timeout_s: float
     level: int = estop_pb2.ESTOP_LEVEL_CUT
     last_check_in: float = 0.0  # time.monotonic() s
+    simulated: bool = False  # the tablet's: the fake checks it in itself (it never times out)
 
 
 @dataclass
@@ -213,6 +228,9 @@ class _State:
     gripper_open_pct: float = 0.0
     holding: bool = False  # without a world: what the gripper reports
     localized: bool = True  # GraphNav
+    settle_start: float | None = None  # time.monotonic() s a SETTLE_THEN_CUT began sitting down
+    history: list[tuple[float, str]] = field(default_factory=list)  # (time.monotonic() s, posture event)
+    phantom_hold: bool = False  # the gripper reports an item that a phantom grasp left where it was
 
 
 class FakeSpot:
@@ -222,7 +240,7 @@ class FakeSpot:
                  serial: str = "fake-spot-0001", motion_duration_s: float = 0.2, world: FakeKitchen | None = None,
                  time_scale: float | None = None, image_size: tuple[int, int] = (640, 480),
                  focal_length_px: float = 552.0, waypoints: dict[str, Pose2] | None = None,
-                 clock_skew_s: float = 0.0) -> None:
+                 clock_skew_s: float = 0.0, tablet_estop: bool = True) -> None:
         self.username = username
         self.password = password
         self.serial = serial
@@ -237,7 +255,7 @@ class FakeSpot:
         self._triggers: list[tuple[str, int, Callable[[], object]]] = []
         self._dir = Path(tempfile.mkdtemp(prefix="fake_spot_"))
         self._server: Any = None
-        self.port = 0
+        self.port = 0  # TLS port; set before start() to bind that one (0: any free port)
         self.ca_cert_path = self._dir / "ca.crt"
         self.world = world
         self.time_scale = time_scale  # None: every motion takes motion_duration_s
@@ -253,6 +271,10 @@ class FakeSpot:
                                    if loc in world.waypoint_ids})
         self._fail_grasp: int | None = None
         self._fail_nav: tuple[int, float] | None = None
+        self._phantom_grasp = False
+        if tablet_estop:  # the robot's own configuration: the operator's tablet, registered and checking in
+            self._s.endpoints["endpoint-tablet"] = _Endpoint("endpoint-tablet", TABLET, REQUIRED_ESTOP_ROLE, 9.0,
+                                                             estop_pb2.ESTOP_LEVEL_NONE, simulated=True)
 
     # -- the robot's clock ----------------------------------------------------------------------
     def robot_time_s(self) -> float:
@@ -282,7 +304,7 @@ class FakeSpot:
         manipulation_api_service_pb2_grpc.add_ManipulationApiServiceServicer_to_server(_Manipulation(self), s)
         graph_nav_service_pb2_grpc.add_GraphNavServiceServicer_to_server(_GraphNav(self), s)
         creds = grpc.ssl_server_credentials([(key.read_bytes(), crt.read_bytes())])
-        self.port = s.add_secure_port("127.0.0.1:0", creds)
+        self.port = s.add_secure_port(f"127.0.0.1:{self.port}", creds)  # 0: any free port
         s.start()
         return self
 
@@ -345,6 +367,19 @@ class FakeSpot:
         loses the localization)."""
         self._fail_nav = (status, fraction)
 
+    def phantom_next_grasp(self) -> None:
+        """The next grasp reports GRASP_SUCCEEDED and the gripper holding an item, but the object stays where it
+        was (until the gripper opens): the robot's own report is wrong, the hand camera shows the object."""
+        self._phantom_grasp = True
+
+    def tablet_estop_level(self, level: int) -> None:
+        """The tablet's e-stop endpoint asserts `level` (EstopStopLevel), e.g. its own SETTLE_THEN_CUT."""
+        with self._lock:
+            for e in self._s.endpoints.values():
+                if e.simulated:
+                    e.level = level
+            self._update_estop()
+
     def lose_localization(self) -> None:
         with self._lock:
             self._s.localized = False
@@ -400,6 +435,18 @@ class FakeSpot:
         with self._lock:
             return self._estopped()
 
+    def estop_config(self) -> list[tuple[str, str]]:
+        """(name, role) of every endpoint of the active e-stop configuration, in order."""
+        with self._lock:
+            return [(e.name, e.role) for e in self._s.endpoints.values()]
+
+    def posture_history(self) -> list[str]:
+        """Posture and power events in order: stood, sat, settling (a SETTLE_THEN_CUT sitting down), fell (motor
+        power cut while standing or sitting down), motors on, motors off."""
+        with self._lock:
+            self._advance()
+            return [event for _, event in self._s.history]
+
     def endpoint_levels(self) -> dict[str, int]:
         """EstopStopLevel of each registered endpoint, by endpoint name."""
         with self._lock:
@@ -450,22 +497,65 @@ class FakeSpot:
             result.status = lease_pb2.LeaseUseResult.STATUS_OK
         return bool(result.status == lease_pb2.LeaseUseResult.STATUS_OK)
 
-    def _estopped(self) -> bool:
+    def _stop_level(self) -> int:
+        """The system's stop level: the most restrictive of the hardware e-stop and every endpoint (a silent
+        endpoint settles, as the robot does when a check-in is overdue)."""
         s = self._s
         if s.hardware_estop or not s.endpoints:
-            return True
+            return int(estop_pb2.ESTOP_LEVEL_CUT)
         now = time.monotonic()
-        return any(e.level != estop_pb2.ESTOP_LEVEL_NONE or now - e.last_check_in > e.timeout_s
-                   for e in s.endpoints.values())
+        cut, settle = estop_pb2.ESTOP_LEVEL_CUT, estop_pb2.ESTOP_LEVEL_SETTLE_THEN_CUT
+        levels = [e.level if e.simulated or now - e.last_check_in <= e.timeout_s or e.level == cut else settle
+                  for e in s.endpoints.values()]
+        if estop_pb2.ESTOP_LEVEL_CUT in levels or estop_pb2.ESTOP_LEVEL_UNKNOWN in levels:
+            return int(estop_pb2.ESTOP_LEVEL_CUT)
+        if estop_pb2.ESTOP_LEVEL_SETTLE_THEN_CUT in levels:
+            return int(estop_pb2.ESTOP_LEVEL_SETTLE_THEN_CUT)
+        return int(estop_pb2.ESTOP_LEVEL_NONE)
+
+    def _estopped(self) -> bool:
+        return bool(self._stop_level() != estop_pb2.ESTOP_LEVEL_NONE)
+
+    def _event(self, event: str, at: float | None = None) -> None:
+        self._s.history.append((time.monotonic() if at is None else at, event))
 
     def _update_estop(self) -> None:
-        if self._s.motors_on and self._estopped():
+        s = self._s
+        if not s.motors_on:
+            s.settle_start = None
+            return
+        level = self._stop_level()
+        if level == estop_pb2.ESTOP_LEVEL_CUT:
             self._cut_motors(FEEDBACK.STATUS_ROBOT_FROZEN)
+        elif level == estop_pb2.ESTOP_LEVEL_SETTLE_THEN_CUT:
+            now = time.monotonic()
+            if s.settle_start is None:  # sit down: whatever ran is frozen
+                self._end_current(FEEDBACK.STATUS_ROBOT_FROZEN)
+                s.settle_start = now
+                self._event("settling", now)
+            duration = self._duration(SETTLE_S) if s.standing else 0.0
+            if now - s.settle_start >= duration:
+                at = s.settle_start + duration
+                if s.standing:
+                    s.standing = False
+                    self._event("sat", at)
+                s.settle_start = None
+                s.motors_on = False
+                self._event("motors off", at)
+        elif s.settle_start is not None:  # released while sitting down: it stops where it is, sitting
+            s.settle_start = None
+            if s.standing:
+                s.standing = False
+                self._event("sat")
 
     def _cut_motors(self, status: int) -> None:
+        if self._s.standing or self._s.settle_start is not None:
+            self._event("fell")  # motor power cut on a standing robot: it drops
         self._s.motors_on = False
         self._s.standing = False
+        self._s.settle_start = None
         self._end_current(status)
+        self._event("motors off")
 
     def _end_current(self, status: int) -> None:
         cur = self._s.commands.get(self._s.current) if self._s.current is not None else None
@@ -492,6 +582,8 @@ class FakeSpot:
         return cur.path(t)
 
     def _holding(self) -> bool:
+        if self._s.phantom_hold:
+            return True
         return self.world.holding is not None if self.world is not None else self._s.holding
 
     def _odom_t_body(self) -> Any:
@@ -538,12 +630,14 @@ class FakeSpot:
                 if c.kind == "navigate" and c.fail_status == NAV.STATUS_LOST:
                     s.localized = False
                 continue
-            if c.fail_status is not None:
+            if c.fail_status is not None and c.fail_status != PHANTOM:
                 continue
             if c.kind == "stand":
                 s.standing = True
+                self._event("stood", c.start + c.duration_s)
             elif c.kind == "sit":
                 s.standing = False
+                self._event("sat", c.start + c.duration_s)
             elif c.kind in ("stow", "carry"):
                 s.hand, s.stowed = LOOK_HAND, c.kind == "stow"
             elif c.kind == "arm_pose" and c.arm_target is not None:
@@ -553,7 +647,7 @@ class FakeSpot:
                     self.world.move_handle()
             elif c.kind == "gripper_open":
                 s.gripper_open_pct = 100.0
-                s.holding = False
+                s.holding = s.phantom_hold = False
                 self._sync_world()
                 if self.world is not None:
                     self.world.release_at()
@@ -565,7 +659,9 @@ class FakeSpot:
                     p = self._odom_t_body().inverse().transform_point(*hit)
                     s.hand, s.stowed, s.gripper_open_pct, s.holding = (p[0], p[1], p[2], 0.0), False, 0.0, True
                     self._sync_world()
-                    if self.world is not None:
+                    if c.kind == "grasp" and c.fail_status == PHANTOM:  # reported held; the object stays put
+                        s.phantom_hold = True
+                    elif self.world is not None:
                         self.world.grasp_at(box)
         self._sync_world()
 
@@ -894,11 +990,19 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
                 r.status = estop_pb2.SetEstopConfigResponse.STATUS_INVALID_ID
             elif s.motors_on:
                 r.status = estop_pb2.SetEstopConfigResponse.STATUS_MOTORS_ON
+            elif not any(ep.role == REQUIRED_ESTOP_ROLE for ep in request.config.endpoints):
+                r.status = estop_pb2.SetEstopConfigResponse.STATUS_UNKNOWN
+                r.header.error.message = f"a configuration needs an endpoint of role {REQUIRED_ESTOP_ROLE}"
             else:
                 s.estop_config_id = f"config-{next(self.spot._ids)}"
-                # The new configuration's endpoints are slots; they hold the motors until registered.
-                s.endpoints = {}
+                # Endpoints listed by the unique id of a current one keep its registration; the others are
+                # slots that hold the motors until registered.
+                old, s.endpoints = s.endpoints, {}
                 for ep in request.config.endpoints:
+                    kept = old.get(ep.unique_id) if ep.unique_id else None
+                    if kept is not None:
+                        s.endpoints[kept.unique_id] = kept
+                        continue
                     uid = f"endpoint-{next(self.spot._ids)}"
                     s.endpoints[uid] = _Endpoint(uid, ep.name, ep.role, ep.timeout.ToNanoseconds() / 1e9)
                 r.status = estop_pb2.SetEstopConfigResponse.STATUS_SUCCESS
@@ -912,12 +1016,15 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
             if request.target_config_id != s.estop_config_id:
                 r.status = estop_pb2.RegisterEstopEndpointResponse.STATUS_CONFIG_MISMATCH
                 return r
-            slot = next((e for e in s.endpoints.values() if e.role == request.target_endpoint.role), None)
+            target = request.target_endpoint
+            slot = (s.endpoints.get(target.unique_id) if target.unique_id else
+                    next((e for e in s.endpoints.values() if e.role == target.role), None))
             if slot is None:
                 r.status = estop_pb2.RegisterEstopEndpointResponse.STATUS_ENDPOINT_MISMATCH
                 return r
             new = request.new_endpoint
             slot.name = new.name
+            slot.simulated = False  # whoever registers there now checks in
             slot.timeout_s = new.timeout.ToNanoseconds() / 1e9
             slot.level = estop_pb2.ESTOP_LEVEL_CUT
             slot.last_check_in = time.monotonic()
@@ -953,7 +1060,7 @@ class _Estop(_Servicer, estop_service_pb2_grpc.EstopServiceServicer):  # type: i
 
     def GetEstopSystemStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
         with self._call("GetEstopSystemStatus", request, context, estop_pb2.GetEstopSystemStatusResponse()) as r:
-            r.status.stop_level = estop_pb2.ESTOP_LEVEL_CUT if self.spot._estopped() else estop_pb2.ESTOP_LEVEL_NONE
+            r.status.stop_level = self.spot._stop_level()
             for e in self.spot._s.endpoints.values():
                 ews = r.status.endpoints.add(stop_level=e.level)
                 ews.endpoint.unique_id, ews.endpoint.name, ews.endpoint.role = e.unique_id, e.name, e.role
@@ -972,6 +1079,8 @@ class _Power(_Servicer, power_service_pb2_grpc.PowerServiceServicer):  # type: i
                 if self.spot._estopped():
                     r.status = power_pb2.STATUS_ESTOPPED
                     return r
+                if not s.motors_on:
+                    self.spot._event("motors on")
                 s.motors_on = True
             elif request.request == power_pb2.PowerCommandRequest.REQUEST_OFF_MOTORS:
                 self.spot._cut_motors(FEEDBACK.STATUS_ROBOT_FROZEN)
@@ -1001,7 +1110,8 @@ class _RobotState(_Servicer, robot_state_service_pb2_grpc.RobotStateServiceServi
             for i, cause in enumerate(s.behavior_faults):
                 st.behavior_fault_state.faults.add(behavior_fault_id=i + 1, cause=cause,
                                                    status=robot_state_pb2.BehaviorFault.STATUS_CLEARABLE)
-            st.behavior_state.state = (robot_state_pb2.BehaviorState.STATE_STANDING if s.standing
+            st.behavior_state.state = (robot_state_pb2.BehaviorState.STATE_TRANSITION if s.settle_start is not None
+                                       else robot_state_pb2.BehaviorState.STATE_STANDING if s.standing
                                        else robot_state_pb2.BehaviorState.STATE_NOT_READY)
             spot._stamp_robot_now(st.kinematic_state.acquisition_timestamp)
             spot._snapshot(st.kinematic_state.transforms_snapshot)
@@ -1181,11 +1291,14 @@ class _Manipulation(_Servicer, manipulation_api_service_pb2_grpc.ManipulationApi
             plan = spot._plan_grasp(request)
             if spot._fail_grasp is not None:
                 plan, spot._fail_grasp = (spot._fail_grasp, None, None), None
+            phantom = spot._phantom_grasp and plan[0] == MANIP.MANIP_STATE_GRASP_SUCCEEDED
+            spot._phantom_grasp = spot._phantom_grasp and not phantom
             if not spot._s.motors_on:
                 plan = (MANIP.MANIP_STATE_GRASP_FAILED, None, None)
             spot._end_current(FEEDBACK.STATUS_COMMAND_OVERRIDDEN)
             cid = next(spot._ids)
-            cmd = _Command(cid, "grasp", time.monotonic(), spot._duration(GRASP_S), request=request, grasp=plan)
+            cmd = _Command(cid, "grasp", time.monotonic(), spot._duration(GRASP_S), request=request, grasp=plan,
+                           fail_status=PHANTOM if phantom else None)
             spot._s.commands[cid] = cmd
             spot._s.current = cid
             r.manipulation_cmd_id = cid

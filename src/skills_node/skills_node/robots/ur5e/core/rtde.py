@@ -17,6 +17,7 @@ Units: m, rad, s, N (ur_rtde's conventions).
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import logging
 import math
@@ -337,13 +338,46 @@ class RtdeArm:
 
     def _drop_interfaces(self) -> None:
         with self._conn_lock:
-            old = [i for i in (self._ctrl, self._io, self._recv) if i is not None]
+            ctrl, io, recv = self._ctrl, self._io, self._recv
             self._ctrl = self._recv = self._io = None
-        for iface in old:
+        lost = not self.status().connected
+        if recv is not None and not lost:
             try:
-                self._call("disconnect", iface.disconnect, timeout_s=1.0)
-            except ArmFault as e:
-                self._log.debug("disconnect: %s", e)
+                lost = not recv.isConnected()
+            except RuntimeError:
+                lost = True
+        # ur_rtde 1.6.5's interfaces are disconnected, then never destroyed (a few leaked objects per connection;
+        # found with the protocol-level fake, test_ur5e_rtde.py "protocol"):
+        # - every destructor calls disconnect() again, which sleeps 0.5 s holding the GIL: the whole node froze;
+        # - RTDEIOInterface has no receive thread and never notices a lost connection: its disconnect() and its
+        #   destructor send an RTDE pause on the dead socket, which throws in the destructor and aborts the process
+        #   (std::terminate). After a loss it is not disconnected either;
+        # - RTDEControlInterface reconnects by itself from its receive thread after a loss; destroying it
+        #   meanwhile crashed the process (segfault). (Known limit: if the controller is back before that attempt,
+        #   ur_rtde 1.6.5 keeps reconnecting that interface, which holds the RTDE input registers: a new
+        #   RTDEControlInterface then fails with "input registers are already in use" until the node restarts.)
+        dropped = [i for i in (ctrl, io, recv) if i is not None]
+        for iface in dropped:
+            _pin(iface)
+        self._disconnect_all([i for i in dropped if not (lost and i is io)])
+
+    def _disconnect_all(self, interfaces: Sequence[RtdeControl | RtdeReceive | RtdeIO]) -> None:
+        """disconnect() each, in parallel, 1 s at most (ur_rtde's control and receive interfaces sleep 0.5 s each)."""
+        workers = [threading.Thread(target=self._disconnect, args=(i,), name="rtde:disconnect", daemon=True)
+                   for i in interfaces]
+        deadline = time.monotonic() + 1.0
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(max(0.0, deadline - time.monotonic()))
+            if w.is_alive():
+                self._log.debug("disconnect did not return within 1 s")
+
+    def _disconnect(self, iface: RtdeControl | RtdeReceive | RtdeIO) -> None:
+        try:
+            iface.disconnect()
+        except RuntimeError as e:
+            self._log.debug("disconnect: %s", e)
 
     # ----- guarded calls --------------------------------------------------------------------
     def _call(self, what: str, fn: Callable[[], T], timeout_s: float | None = None, expect_true: bool = False) -> T:
@@ -599,7 +633,8 @@ class RtdeArm:
             status = self.status()
             fault = status.fault()
             if fault is not None:
-                self._stop_quietly()
+                if fault != FaultKind.CONNECTION_LOST:  # no stop can reach the robot then: ur_rtde's stopL would
+                    self._stop_quietly()  # wait up to its 300 s command timeout for an answer that cannot come
                 raise ArmFault(fault, f"during {what}: {status.describe()}")
             if contact is not None and self._local("getActualTCPForce", contact):
                 return True
@@ -640,6 +675,12 @@ class RtdeArm:
                 self._call("stopL", lambda: ctrl.stopL(self.cfg.stop_deceleration, False), timeout_s=1.0)
         except ArmFault as e:
             self._log.warning("could not stop the arm: %s", e.reason)
+
+
+def _pin(obj: object) -> None:
+    """Keep `obj` alive until the process ends, interpreter shutdown included (an extra reference: a module-level
+    list would be cleared at shutdown and the object destroyed then)."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 def _disconnected(detail: str) -> ArmStatus:

@@ -1,5 +1,8 @@
 """A fake UR5e behind ur_rtde's Python API, for tests (no URSim here: it needs Docker).
 
+The same simulated arm also runs behind a protocol-level fake controller that the real ur_rtde connects to over
+TCP (fake_controller.py); this API-level stand-in stays where that cannot be used (see fake_controller.py).
+
 `FakeUrController` simulates one robot on a table with suction-pickable objects; the classes
 `RTDEControlInterface`, `RTDEReceiveInterface` and `RTDEIOInterface` bound to it have ur_rtde 1.6.5's
 names, signatures and behaviour where this project depends on it:
@@ -126,6 +129,7 @@ class FakeUrController:
         self.std_out = [False] * 8
         self.tool_out = [False] * 2
         self.held: FakeObject | None = None
+        self.payload: tuple[float, list[float]] = (0.0, [0.0, 0.0, 0.0])  # kg, m: the last setPayload
 
     # ----- test controls --------------------------------------------------------------------
     def factories(self) -> RtdeFactories:
@@ -390,6 +394,7 @@ class RTDEControlInterface:
     def setPayload(self, mass: float, cog: list[float]) -> bool:  # noqa: N802
         self._c._gate(self._gen)
         self._c._record("setPayload", mass, list(cog))
+        self._c.payload = (mass, list(cog))
         return True
 
     def zeroFtSensor(self) -> bool:  # noqa: N802
