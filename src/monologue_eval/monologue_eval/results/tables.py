@@ -391,7 +391,9 @@ def reliability_table(runs: Sequence[Run]) -> str:
             ok = r.get("ok")
             verdict = "not measured" if ok is None else "pass" if ok else "FAIL"
             measured = str(r.get("measured", "")).replace("|", "/").replace("\n", " ")
-            lines.append(f"| {fig.figure} {fig.what} | {fig.target} | {measured} | {verdict} | "
+            # a figure measured on several backends names each row's own (R4: "e-stop latency, ur5e (fake RTDE): ...")
+            what = str(r.get("what") or fig.what) if len(rows) > 1 else fig.what
+            lines.append(f"| {fig.figure} {what} | {fig.target} | {measured} | {verdict} | "
                          f"{float(r.get('wall_s', 0.0)):.0f} s | `{run.info.name}` |")
     lines += sources({"embedded": used}) if used else []
     return "\n".join(lines).replace("- embedded model (defaults): ", "- ")
