@@ -305,7 +305,11 @@ def test_over_tls_estop_is_one_click_and_reads_and_control_need_the_token(ros_do
             req = urllib.request.Request(url + "/api/state", headers={"X-Monologue-Token": "test-token-4711"})
             with urllib.request.urlopen(req, context=trusted, timeout=10) as r:
                 assert r.status == 200 and "events" in json.loads(r.read())
-            # E-STOP: one click, without the token
+            # E-STOP: one click, without the token, once the skills node listens (it starts after the page can)
+            deadline = time.monotonic() + 60.0
+            while ros.node.count_subscribers("/estop") == 0:
+                assert time.monotonic() < deadline, "no skills node subscribed to estop:\n" + "\n".join(lines[-60:])
+                time.sleep(0.1)
             page.click("#estop")
             page.wait_for_function("() => document.querySelector('#message').textContent === 'e-stop sent on estop'",
                                    timeout=15000)
